@@ -1,0 +1,57 @@
+"""Atomic, deterministic file writing."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, TextIO
+
+
+@contextmanager
+def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
+    """Write to a temporary file beside ``path`` and rename it into place on success."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        newline = None if "b" in mode else "\n"
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as fh:
+            yield fh  # type: ignore[misc]
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dumps_stable(obj: Any) -> str:
+    """JSON with sorted keys and a trailing newline: byte-identical for equal data."""
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(dumps_stable(obj))
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
+    """Write one compact JSON object per line (keys in the given order); returns the line count."""
+    n = 0
+    with atomic_writer(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+            n += 1
+    return n
+
+
+def write_text(path: str | Path, text: str) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(text)

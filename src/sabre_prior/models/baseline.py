@@ -1,0 +1,104 @@
+"""Offline reference models: no network, no GPU, deterministic.
+
+Strategies (``strategy`` in the model's settings):
+
+* ``random`` - a uniformly random valid answer (yes/no, a count 0-10, an
+  option letter), seeded by ``seed`` and the question id, so the answer to a
+  question never depends on the order or the subset of questions run;
+* ``always_yes`` / ``always_no`` - a constant answer;
+* ``prior`` - answers as a model that trusts world priors over the image: yes
+  to the familiar source object / normal material and no to the unexpected
+  target / counterfactual material on both images, the canonical count
+  (``canonical_count`` column) and the option the wording suggests
+  (``suggested_option`` column);
+* ``oracle`` - the gold answer (a sanity check of the scoring path: 100%).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from typing import Any, Mapping, Sequence
+
+from .. import contracts as C
+from ..errors import ConfigError
+from ..prompts import options_mapping
+from .base import Backend, Completion, Query
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("random", "always_yes", "always_no", "prior", "oracle")
+
+_PRIOR_YES_PROBES = {"base_source", "edited_source", "base_normal", "edited_normal"}
+
+
+def _rng(seed: int, qid: str) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\x00{qid}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+class BaselineBackend(Backend):
+    kind = "offline"
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        strategy = settings.get("strategy")
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"models.{name}.strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        self.strategy: str = strategy
+        self.seed = int(settings.get("seed", 0))
+        self._warned: set[str] = set()
+
+    def complete_batch(self, queries: Sequence[Query]) -> list[Completion]:
+        return [Completion(text=self.answer(q)) for q in queries]
+
+    def _warn_once(self, key: str, msg: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(msg)
+
+    def answer(self, q: Query) -> str:
+        row = q.row
+        eval_type = str(row.get(C.COL_EVAL_TYPE) or "")
+        s = self.strategy
+        if s == "oracle":
+            return str(row.get(C.COL_ANSWER, ""))
+        if s == "always_yes":
+            return "Yes."
+        if s == "always_no":
+            return "No."
+        if s == "random":
+            rng = _rng(self.seed, q.id)
+            if eval_type == "count_exact":
+                return str(rng.randint(0, 10))
+            if eval_type in ("choice_exact", "multiple_choice_exact"):
+                letters = sorted(options_mapping(row.get(C.COL_OPTIONS))) or list(C.OPTION_LETTERS)
+                return rng.choice(letters)
+            return rng.choice(["Yes.", "No."])
+        # prior
+        if eval_type == "yes_no_exact":
+            probe = str(row.get(C.COL_PROBE) or "")
+            if not probe:
+                self._warn_once("probe", f"{self.name}: rows without a probe column; the prior baseline answers yes")
+                return "Yes."
+            return "Yes." if probe in _PRIOR_YES_PROBES else "No."
+        if eval_type == "count_exact":
+            count = row.get(C.COL_CANONICAL_COUNT)
+            if count is None or count == "":
+                self._warn_once(
+                    "count",
+                    f"{self.name}: the data has no {C.COL_CANONICAL_COUNT!r} column; the prior baseline cannot answer counts",
+                )
+                return ""
+            return str(count)
+        if eval_type in ("choice_exact", "multiple_choice_exact"):
+            suggested = row.get(C.COL_SUGGESTED_OPTION)
+            if suggested:
+                return str(suggested)
+            self._warn_once(
+                "choice",
+                f"{self.name}: the data has no {C.COL_SUGGESTED_OPTION!r} column; the prior baseline answers A",
+            )
+            return "A"
+        return ""

@@ -1,0 +1,20 @@
+# Scoring under the official contract: one metrics file per model, traces per split.
+
+
+rule evaluate:
+    input:
+        predictions=expand("results/predictions/{{model}}/{split}.jsonl", split=SPLITS),
+        data=expand("data/parquet/{split}.parquet", split=SPLITS),
+    output:
+        metrics="results/metrics/{model}.json",
+        traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
+    params:
+        splits=" ".join(SPLITS),
+    log:
+        "results/logs/evaluate/{model}.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre evaluate --predictions results/predictions/{wildcards.model} --data data/parquet"
+        " --splits {params.splits} --output {output.metrics} --trace-dir results/traces/{wildcards.model}"
+        " > {log} 2>&1"
