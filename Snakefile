@@ -11,12 +11,29 @@ configfile: "params.yaml"
 
 validate(config, "workflow/schemas/params.schema.yaml")
 
+# Snakemake and DVC agree on what is up to date: before planning, align mtimes and
+# Snakemake's records with dvc.lock; after a run, record the outputs in dvc.lock.
+# (sabre_prior/dvcsync.py; a no-op outside a DVC project or with SABRE_DVC_SYNC=0)
+from sabre_prior import dvcsync
+
+dvcsync.on_start(workflow)
+
+
+onsuccess:
+    dvcsync.on_finish(workflow, success=True)
+
+
+onerror:
+    dvcsync.on_finish(workflow, success=False)
+
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/inference.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/manifest.smk"
 
 
 rule all:

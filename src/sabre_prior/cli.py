@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import __version__
 from . import contracts as C
 from .errors import SabreError
 
@@ -85,8 +86,20 @@ def _predict(args: argparse.Namespace) -> int:
     data = Path(args.data) if args.data else C.parquet_path(args.split)
     output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
     template = (params.get("prompt") or {}).get("template")
-    run = predict_split(args.model, settings, args.split, data, output, template=template, progress=not args.no_progress)
-    print(f"{args.model}/{args.split}: {run.answered} answered -> {output}")
+    run = predict_split(
+        args.model,
+        settings,
+        args.split,
+        data,
+        output,
+        template=template,
+        progress=not args.no_progress,
+        usage_output=Path(args.usage) if args.usage else None,
+    )
+    print(
+        f"{args.model}/{args.split}: {run.answered} answered ({run.cached} from the journal, "
+        f"{run.calls} calls, {run.retries} retries) -> {output}"
+    )
     return 0
 
 
@@ -96,9 +109,43 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", required=True, choices=C.SPLITS)
     p.add_argument("--data", help="Parquet split (default: data/parquet/<split>.parquet)")
     p.add_argument("--output", help="prediction file (default: results/predictions/<model>/<split>.jsonl)")
+    p.add_argument(
+        "--usage", help="usage summary to write (default: results/usage/<model>/<split>.json)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_params(p)
     p.set_defaults(func=_predict)
+
+
+# ---------------------------------------------------------------------------
+# estimate (dry run)
+# ---------------------------------------------------------------------------
+def _estimate(args: argparse.Namespace) -> int:
+    from .config import load_params, model_settings
+    from .inference import estimate_split, format_estimates
+
+    params = load_params(args.params)
+    models = args.models or list(params["models"])
+    splits = args.splits or list(params["splits"])
+    template = (params.get("prompt") or {}).get("template")
+    estimates = [
+        estimate_split(m, model_settings(params, m, args.params), s, Path(args.data_dir) / f"{s}.parquet", template=template)
+        for m in models
+        for s in splits
+    ]
+    print(format_estimates(estimates))
+    return 0
+
+
+def _p_estimate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "estimate", help="dry run: calls still to make (journal hits excluded), tokens and cost; no call is made"
+    )
+    p.add_argument("--models", nargs="+", help="models of params.yaml (default: all)")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--data-dir", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    _add_params(p)
+    p.set_defaults(func=_estimate)
 
 
 # ---------------------------------------------------------------------------
@@ -134,12 +181,21 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------------------
 # tables / figures
 # ---------------------------------------------------------------------------
+def _add_intervals_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--intervals-dir",
+        default=None,
+        help=f"directory of <model>.json bootstrap intervals (e.g. {C.INTERVALS_DIR}); default: none, no intervals",
+    )
+
+
 def _tables(args: argparse.Namespace) -> int:
     from .config import load_params
     from .tables import write_main_tables
 
     params = load_params(args.params)
-    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir))
+    intervals = Path(args.intervals_dir) if args.intervals_dir else None
+    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals)
     for path in paths:
         print(path)
     return 0
@@ -149,6 +205,7 @@ def _p_tables(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tables", help="write the paper's main table (md, csv, tex)")
     p.add_argument("--metrics-dir", default=C.METRICS_DIR)
     p.add_argument("--outdir", default=C.TABLES_DIR)
+    _add_intervals_dir(p)
     _add_params(p)
     p.set_defaults(func=_tables)
 
@@ -158,7 +215,8 @@ def _figures(args: argparse.Namespace) -> int:
     from .figures import write_figures
 
     params = load_params(args.params)
-    paths = write_figures(params, Path(args.metrics_dir), Path(args.outdir))
+    intervals = Path(args.intervals_dir) if args.intervals_dir else None
+    paths = write_figures(params, Path(args.metrics_dir), Path(args.outdir), intervals)
     for path in paths:
         print(path)
     return 0
@@ -168,6 +226,7 @@ def _p_figures(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("figures", help="draw the figures (PNG and PDF)")
     p.add_argument("--metrics-dir", default=C.METRICS_DIR)
     p.add_argument("--outdir", default=C.FIGURES_DIR)
+    _add_intervals_dir(p)
     _add_params(p)
     p.set_defaults(func=_figures)
 
@@ -189,21 +248,28 @@ def _p_check_config(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_check_config)
 
 
+from .analysis.commands import REGISTRARS as ANALYSIS_REGISTRARS  # noqa: E402
+from .dvc_commands import REGISTRARS as DVC_REGISTRARS  # noqa: E402
+
 #: Subcommand registrars, in help order.  Add new commands here.
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [
     _p_check_config,
     _p_demo_data,
     _p_fetch,
     _p_predict,
+    _p_estimate,
     _p_evaluate,
     _p_tables,
     _p_figures,
+    *ANALYSIS_REGISTRARS,
+    *DVC_REGISTRARS,
 ]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sabre", description="SABRE-Prior evaluation pipeline")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"sabre {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for register in REGISTRARS:
         register(sub)

@@ -137,6 +137,20 @@ M_PROBE_ACCURACY: Final = "probe_accuracy"
 M_MACRO: Final = "macro_accuracy"
 
 # --------------------------------------------------------------------------
+# Confidence-interval JSON (``results/intervals/<model>.json``), fractions 0-1:
+# {"<split>": {"estimate": f, "low": f, "high": f}, ...,
+#  "macro": {"estimate": f, "low": f, "high": f},
+#  "confidence": 0.95, "resamples": int, "seed": int}
+# --------------------------------------------------------------------------
+I_ESTIMATE: Final = "estimate"
+I_LOW: Final = "low"
+I_HIGH: Final = "high"
+I_MACRO: Final = "macro"
+I_CONFIDENCE: Final = "confidence"
+I_RESAMPLES: Final = "resamples"
+I_SEED: Final = "seed"
+
+# --------------------------------------------------------------------------
 # Paths (relative to the project root; Snakemake rules and dvc.yaml use the
 # same patterns)
 # --------------------------------------------------------------------------
@@ -149,7 +163,10 @@ TRACES_DIR: Final = "results/traces"
 TABLES_DIR: Final = "results/tables"
 FIGURES_DIR: Final = "results/figures"
 LOGS_DIR: Final = "results/logs"
+INTERVALS_DIR: Final = "results/intervals"
 JOURNAL_DIR: Final = ".sabre/journal"
+#: Per model/split usage summaries (calls, tokens, cost; deterministic content).
+USAGE_DIR: Final = "results/usage"
 
 MAIN_TABLE_COLUMNS: Final[tuple[str, ...]] = (
     "model",
@@ -173,5 +190,13 @@ def metrics_path(model: str, root: Path | str = ".") -> Path:
     return Path(root) / METRICS_DIR / f"{model}.json"
 
 
+def intervals_path(model: str, root: Path | str = ".") -> Path:
+    return Path(root) / INTERVALS_DIR / f"{model}.json"
+
+
 def trace_path(model: str, split: str, root: Path | str = ".") -> Path:
     return Path(root) / TRACES_DIR / model / f"{split}.jsonl"
+
+
+def usage_path(model: str, split: str, root: Path | str = ".") -> Path:
+    return Path(root) / USAGE_DIR / model / f"{split}.json"

@@ -3,7 +3,18 @@
 The prediction file ``results/predictions/<model>/<split>.jsonl`` holds one
 line ``{"id": ..., "prediction": ...}`` per question, in dataset order (the
 official format).  It is written atomically, and only when every question has
-an answer: a failed call is never stored as an answer.
+an answer: a failed call is never stored as an answer.  When questions fail
+after all retries, the run still finishes the others (they go to the response
+journal), writes the failures to the run log and raises
+:class:`InferenceIncomplete` (exit code 3) listing the failed ids; running the
+same command again only calls the failed questions.
+
+API and local models go through :class:`sabre_prior.engine.Engine` and the
+response journal (``.sabre/journal/<model>/<split>.jsonl``); offline
+baselines bypass the journal.  Next to the predictions each run writes the
+usage summary ``results/usage/<model>/<split>.json`` (deterministic) and the
+run log ``results/logs/usage/<model>/<split>.json`` (this run's calls, cache
+hits, retries, failures and latencies).
 """
 
 from __future__ import annotations
@@ -13,16 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from tqdm import tqdm
-
 from . import contracts as C
 from .data import image_mime, iter_rows
-from .io_utils import write_jsonl
-from .models.base import Query, create_backend
-from .prompts import DEFAULT_TEMPLATE, render
+from .engine import Engine, EngineResult, EngineSettings, WorkItem
+from .errors import BackendError, InferenceIncomplete
+from .io_utils import write_json, write_jsonl
+from .journal import Journal, journal_path, read_journal, request_key
+from .models.base import Backend, Query, create_backend
+from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
 from .scoring import resolve_eval_type
+from .usage import Prices, format_failures, run_log, run_log_path, summarize
 
 log = logging.getLogger(__name__)
+
+#: Output tokens expected for a short answer ("Yes.", "3", "B"), for estimates.
+EXPECTED_OUTPUT_TOKENS = 3
 
 
 @dataclass
@@ -31,9 +47,19 @@ class SplitRun:
     split: str
     answered: int = 0
     failed: list[str] = field(default_factory=list)
+    cached: int = 0
+    calls: int = 0
+    retries: int = 0
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_template(settings: Mapping[str, Any], template: str | None = None) -> str:
+    """The model's own ``prompt_template``, else the global one, else ``screening_v1``."""
+    return str(settings.get("prompt_template") or template or DEFAULT_TEMPLATE)
 
 
 def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
+    """One :class:`Query` per row, with the image's original bytes."""
     queries: list[Query] = []
     for row in iter_rows(data_path, with_images=True):
         image = row.pop(C.COL_IMAGE)
@@ -46,6 +72,31 @@ def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
     return queries
 
 
+def work_items(queries: list[Query], backend: Backend, template: str, policy: ImagePolicy) -> list[WorkItem]:
+    """Apply the image policy and key every query by content."""
+    identity = backend.cache_identity()
+    version = template_version(template)
+    items: list[WorkItem] = []
+    for q in queries:
+        sent = prepare_image(q.image, policy)
+        if sent.reencoded:
+            q = Query(id=q.id, split=q.split, text=q.text, image=sent.data, image_mime=sent.mime, row=q.row)
+        key = request_key(identity, template, version, q.text, sent.sha256)
+        est = backend.estimate_input_tokens(q, sent.width, sent.height) if backend.kind != "offline" else 0
+        items.append(WorkItem(query=q, key=key, image=sent.record(), est_tokens=est))
+    return items
+
+
+def _prepare(
+    model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None
+) -> tuple[Backend, str, list[WorkItem]]:
+    template = resolve_template(settings, template)
+    backend = create_backend(model, settings)
+    policy = ImagePolicy.from_settings(settings, model)
+    items = work_items(build_queries(data_path, split, template), backend, template, policy)
+    return backend, template, items
+
+
 def predict_split(
     model: str,
     settings: Mapping[str, Any],
@@ -55,26 +106,224 @@ def predict_split(
     *,
     template: str | None = None,
     progress: bool = True,
+    usage_output: str | Path | None = None,
+    run_log_output: str | Path | None = None,
+    journal_dir: str | Path | None = None,
 ) -> SplitRun:
-    """Answer every question of ``split`` with ``model`` and write the prediction file."""
-    template = settings.get("prompt_template") or template or DEFAULT_TEMPLATE
+    """Answer every question of ``split`` with ``model`` and write the prediction file.
+
+    Raises :class:`BackendError` before any call when the backend is not ready
+    (e.g. the API key variable is unset), :class:`InferenceIncomplete` when
+    questions failed (no prediction file is written then).
+    """
+    template = resolve_template(settings, template)
     backend = create_backend(model, settings)
-    backend.check_ready()
-    queries = build_queries(Path(data_path), split, template)
-    run = SplitRun(model=model, split=split)
-    answers: dict[str, str] = {}
+    backend.check_ready()  # fail fast: a missing key stops here, before any call
+    engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind)
+    Prices.from_settings(settings, model)  # validate before spending anything
+    policy = ImagePolicy.from_settings(settings, model)
+    items = work_items(build_queries(Path(data_path), split, template), backend, template, policy)
+    journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     try:
-        bar = tqdm(total=len(queries), desc=f"{model}/{split}", unit="q", disable=not progress)
-        batch = int(settings.get("batch_size", 64))
-        for start in range(0, len(queries), batch):
-            chunk = queries[start : start + batch]
-            for q, completion in zip(chunk, backend.complete_batch(chunk)):
-                answers[q.id] = completion.text
-            bar.update(len(chunk))
-        bar.close()
+        engine = Engine(
+            backend,
+            journal,
+            engine_settings,
+            desc=f"{model}/{split}",
+            progress=progress,
+            journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template},
+        )
+        result = engine.run(items)
     finally:
-        backend.close()
-    run.answered = len(answers)
-    write_jsonl(output, ({C.PRED_ID: q.id, C.PRED_PREDICTION: answers[q.id]} for q in queries))
-    log.info("%s/%s: %d predictions written to %s", model, split, run.answered, output)
+        if journal is not None:
+            journal.close()
+    return _finish(model, settings, split, template, items, result, Path(output), usage_output, run_log_output, journal is not None)
+
+
+def _finish(
+    model: str,
+    settings: Mapping[str, Any],
+    split: str,
+    template: str,
+    items: list[WorkItem],
+    result: EngineResult,
+    output: Path,
+    usage_output: str | Path | None,
+    run_log_output: str | Path | None,
+    journaled: bool,
+) -> SplitRun:
+    ids = [item.query.id for item in items]
+    stats = result.stats
+    write_json(
+        Path(run_log_output) if run_log_output else run_log_path(model, split),
+        run_log(stats, result.failures, result.wall_s, {"model": model, "split": split}),
+    )
+    run = SplitRun(
+        model=model,
+        split=split,
+        answered=len(result.answers),
+        failed=sorted(result.failures),
+        cached=stats.cached,
+        calls=stats.calls,
+        retries=stats.retries,
+    )
+    if result.aborted:
+        raise BackendError(
+            f"{result.aborted}\nstopped early: {len(result.failures)} of {len(ids)} questions without an answer; "
+            f"no prediction file was written ({stats.calls} answers made in this run are kept in the journal)"
+        )
+    if result.failures:
+        raise InferenceIncomplete(
+            f"{model}/{split}: {len(result.failures)} of {len(ids)} questions failed after all retries; "
+            f"no prediction file was written (the {len(result.answers)} answers are kept in the journal: "
+            f"re-run the same command to retry only the failed questions):\n{format_failures(result.failures)}"
+        )
+    run.usage = summarize(
+        model=model,
+        split=split,
+        settings=settings,
+        template=template,
+        template_version=template_version(template),
+        question_ids=ids,
+        records=result.records,
+        images={item.query.id: item.image for item in items},
+        failures=result.failures,
+        journaled=journaled,
+    )
+    write_json(Path(usage_output) if usage_output else C.usage_path(model, split), run.usage)
+    write_jsonl(output, ({C.PRED_ID: qid, C.PRED_PREDICTION: result.answers[qid]} for qid in ids))
+    log.info(
+        "%s/%s: %d predictions written to %s (%d from the journal, %d calls, %d retries)",
+        model,
+        split,
+        run.answered,
+        output,
+        stats.cached,
+        stats.calls,
+        stats.retries,
+    )
     return run
+
+
+# --------------------------------------------------------------------------
+# Dry run: what a run would still cost
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Estimate:
+    model: str
+    split: str
+    backend: str
+    questions: int
+    cached: int
+    to_call: int
+    input_tokens: int
+    output_tokens_expected: int
+    output_tokens_max: int
+    cost_expected: float | None
+    cost_max: float | None
+    key_env: str | None = None
+    key_set: bool | None = None
+
+
+def estimate_split(
+    model: str,
+    settings: Mapping[str, Any],
+    split: str,
+    data_path: str | Path,
+    *,
+    template: str | None = None,
+    journal_dir: str | Path | None = None,
+) -> Estimate:
+    """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
+
+    Makes no call and needs no key.  Input tokens follow the providers' rules of
+    thumb for images plus about four characters per text token; output tokens
+    are given as expected (a short answer) and as the ``max_output_tokens`` bound.
+    """
+    import os
+
+    backend, template, items = _prepare(model, settings, split, Path(data_path), template)
+    offline = backend.kind == "offline"
+    done = {} if offline else read_journal(journal_path(model, split, journal_dir=journal_dir))
+    todo: dict[str, WorkItem] = {}
+    cached = 0
+    for item in items:
+        if item.key in done:
+            cached += 1
+        elif not offline:
+            todo.setdefault(item.key, item)
+    calls = list(todo.values())
+    max_out = int(settings.get("max_output_tokens", 64))
+    input_tokens = sum(i.est_tokens for i in calls)
+    expected_out = len(calls) * min(max_out, EXPECTED_OUTPUT_TOKENS)
+    bound_out = len(calls) * max_out
+    prices = Prices.from_settings(settings, model)
+    key_env = settings.get("api_key_env")
+    return Estimate(
+        model=model,
+        split=split,
+        backend=str(settings.get("backend")),
+        questions=len(items),
+        cached=cached,
+        to_call=len(calls),
+        input_tokens=input_tokens,
+        output_tokens_expected=expected_out,
+        output_tokens_max=bound_out,
+        cost_expected=prices.cost(input_tokens, expected_out) if prices else None,
+        cost_max=prices.cost(input_tokens, bound_out) if prices else None,
+        key_env=key_env,
+        key_set=bool(os.environ.get(key_env, "").strip()) if key_env else None,
+    )
+
+
+def format_estimates(estimates: list[Estimate]) -> str:
+    """A plain-text table of estimates with totals."""
+    header = ("model", "split", "backend", "questions", "journal", "to call", "input tok", "output tok (exp/max)", "cost USD (exp/max)")
+    rows: list[tuple[str, ...]] = []
+
+    def money(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.4f}"
+
+    for e in estimates:
+        rows.append(
+            (
+                e.model,
+                e.split,
+                e.backend,
+                str(e.questions),
+                str(e.cached),
+                str(e.to_call),
+                str(e.input_tokens),
+                f"{e.output_tokens_expected}/{e.output_tokens_max}",
+                f"{money(e.cost_expected)}/{money(e.cost_max)}",
+            )
+        )
+    priced = [e for e in estimates if e.cost_expected is not None]
+    total_exp = sum(e.cost_expected or 0.0 for e in priced) if priced else None
+    total_max = sum(e.cost_max or 0.0 for e in priced) if priced else None
+    rows.append(
+        (
+            "total",
+            "",
+            "",
+            str(sum(e.questions for e in estimates)),
+            str(sum(e.cached for e in estimates)),
+            str(sum(e.to_call for e in estimates)),
+            str(sum(e.input_tokens for e in estimates)),
+            f"{sum(e.output_tokens_expected for e in estimates)}/{sum(e.output_tokens_max for e in estimates)}",
+            f"{money(total_exp)}/{money(total_max)}",
+        )
+    )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    missing = sorted({f"{e.key_env} (for {e.model})" for e in estimates if e.key_set is False and e.to_call})
+    if missing:
+        lines.append("")
+        lines.append("keys not set yet: " + ", ".join(missing))
+    unpriced = sorted({e.model for e in estimates if e.cost_expected is None and e.to_call})
+    if unpriced:
+        lines.append("no prices in params (cost n/a): " + ", ".join(unpriced))
+    return "\n".join(lines)

@@ -10,6 +10,15 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 @contextmanager
 def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
     """Write to a temporary file beside ``path`` and rename it into place on success."""
@@ -17,6 +26,7 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
         encoding = None if "b" in mode else "utf-8"
         newline = None if "b" in mode else "\n"
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as fh:

@@ -5,10 +5,25 @@ screening client (SPEC.md section 4): the image, then ``Question: <question>``;
 for multiple choice a blank line, ``Options:`` and one ``A. <text>`` line per
 option; then a blank line and a type-specific instruction followed by
 `` Do not explain.``.
+
+Templates are versioned: ``TEMPLATE_VERSIONS`` gives each template a version
+that enters the response journal's key, so editing a template's wording (and
+bumping its version) never reuses answers given to the old text.  A model picks
+its own template with ``prompt_template`` in its params entry.
+
+Images are sent as their original bytes.  A model may set a size limit
+(``image: {max_side: <px>, max_bytes: <bytes>, quality: <1-95>}``); an image
+over the limit is then re-encoded deterministically (RGB, Lanczos resize to fit
+``max_side``, baseline JPEG without metadata, quality lowered in fixed steps
+until ``max_bytes`` is met).  :func:`prepare_image` reports how each image was
+sent (format, pixel size, byte size, sha256).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import ConfigError
@@ -52,6 +67,16 @@ def _screening_v1(row: Mapping[str, Any], eval_type: str) -> str:
 
 TEMPLATES = {"screening_v1": _screening_v1}
 
+#: Version of each template's wording; part of the response journal's key.
+TEMPLATE_VERSIONS: dict[str, str] = {"screening_v1": "1"}
+
+
+def template_version(template: str) -> str:
+    """The version string of ``template`` (raises ConfigError when unknown)."""
+    if template not in TEMPLATES:
+        raise ConfigError(f"unknown prompt template {template!r}; known: {', '.join(sorted(TEMPLATES))}")
+    return TEMPLATE_VERSIONS.get(template, "1")
+
 
 def render(row: Mapping[str, Any], eval_type: str, template: str = DEFAULT_TEMPLATE) -> str:
     """Render the prompt text for one dataset row."""
@@ -60,3 +85,130 @@ def render(row: Mapping[str, Any], eval_type: str, template: str = DEFAULT_TEMPL
     except KeyError:
         raise ConfigError(f"unknown prompt template {template!r}; known: {', '.join(sorted(TEMPLATES))}") from None
     return fn(row, eval_type)
+
+
+# --------------------------------------------------------------------------
+# Images: original bytes, or a deterministic re-encode under a size limit
+# --------------------------------------------------------------------------
+
+_QUALITY_STEPS = (95, 90, 85, 80, 75, 70, 60, 50, 40, 30)
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """How a model wants its images: no limits means the original bytes."""
+
+    max_side: int | None = None  # longest side in pixels
+    max_bytes: int | None = None  # encoded size
+    quality: int = 90  # JPEG quality of a re-encode (lowered for max_bytes)
+
+    @property
+    def limited(self) -> bool:
+        return self.max_side is not None or self.max_bytes is not None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], model: str = "?") -> "ImagePolicy":
+        """Read ``image: {max_side, max_bytes, quality}`` from a model's settings."""
+        raw = settings.get("image") or {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"models.{model}.image must be a mapping, got {type(raw).__name__}")
+        unknown = sorted(set(raw) - {"max_side", "max_bytes", "quality"})
+        if unknown:
+            raise ConfigError(f"models.{model}.image: unknown keys {', '.join(unknown)} (known: max_side, max_bytes, quality)")
+        values: dict[str, Any] = {}
+        for key, low, high in (("max_side", 16, 100_000), ("max_bytes", 1024, 1 << 32), ("quality", 1, 95)):
+            v = raw.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+                raise ConfigError(f"models.{model}.image.{key} must be an integer in [{low}, {high}], got {v!r}")
+            values[key] = v
+        return cls(**values)
+
+    def identity(self) -> dict[str, Any]:
+        return {"max_side": self.max_side, "max_bytes": self.max_bytes, "quality": self.quality}
+
+
+@dataclass(frozen=True)
+class SentImage:
+    """The bytes that go to the model and how they were produced."""
+
+    data: bytes
+    mime: str
+    width: int | None
+    height: int | None
+    sha256: str
+    original_sha256: str
+    reencoded: bool
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready description (no pixels): format, size, hash."""
+        return {
+            "format": self.mime,
+            "width": self.width,
+            "height": self.height,
+            "bytes": len(self.data),
+            "sha256": self.sha256,
+            "original_sha256": self.original_sha256,
+            "reencoded": self.reencoded,
+        }
+
+
+def _mime_of(data: bytes) -> str:
+    from .data import image_mime
+
+    return image_mime(data)
+
+
+def _pixel_size(data: bytes) -> tuple[int | None, int | None]:
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            return int(im.width), int(im.height)
+    except Exception:  # not an image PIL can read: sent as is, size unknown
+        return None, None
+
+
+def _reencode(data: bytes, policy: ImagePolicy) -> bytes:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        img = im.convert("RGB")
+    if policy.max_side is not None and max(img.size) > policy.max_side:
+        scale = policy.max_side / max(img.size)
+        size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+        img = img.resize(size, Image.Resampling.LANCZOS)
+    qualities = [q for q in _QUALITY_STEPS if q <= policy.quality] or [policy.quality]
+    if policy.quality not in qualities:
+        qualities.insert(0, policy.quality)
+    out = b""
+    while True:
+        for q in qualities:
+            buf = io.BytesIO()
+            img.save(buf, format="JPEG", quality=q, optimize=False, progressive=False)
+            out = buf.getvalue()
+            if policy.max_bytes is None or len(out) <= policy.max_bytes:
+                return out
+        if min(img.size) <= 16:
+            return out
+        img = img.resize((max(1, img.width * 3 // 4), max(1, img.height * 3 // 4)), Image.Resampling.LANCZOS)
+
+
+def prepare_image(data: bytes, policy: ImagePolicy | None = None) -> SentImage:
+    """The image as it will be sent: the original bytes unless it exceeds the policy's limits."""
+    policy = policy or ImagePolicy()
+    original_sha = hashlib.sha256(data).hexdigest()
+    if not policy.limited:
+        width, height = _pixel_size(data)
+        return SentImage(data, _mime_of(data), width, height, original_sha, original_sha, False)
+    width, height = _pixel_size(data)
+    too_big = (policy.max_bytes is not None and len(data) > policy.max_bytes) or (
+        policy.max_side is not None and width is not None and height is not None and max(width, height) > policy.max_side
+    )
+    if not too_big:
+        return SentImage(data, _mime_of(data), width, height, original_sha, original_sha, False)
+    out = _reencode(data, policy)
+    w2, h2 = _pixel_size(out)
+    return SentImage(out, "image/jpeg", w2, h2, hashlib.sha256(out).hexdigest(), original_sha, True)

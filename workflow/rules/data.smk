@@ -21,12 +21,12 @@ rule fetch:
     output:
         "data/parquet/{split}.parquet",
     params:
+        # read by `sabre fetch` from params.yaml; listed here so a change re-runs the step
         source=SOURCE,
-        revision=config["dataset"].get("revision") or "",
+        revision=config["dataset"].get("revision"),
     log:
         "results/logs/fetch/{split}.log",
     conda:
         "../../environment.yml"
     shell:
-        "sabre fetch --split {wildcards.split} --source {params.source:q} --revision {params.revision:q}"
-        " --output {output} > {log} 2>&1"
+        "sabre fetch --split {wildcards.split} --output {output} > {log} 2>&1"

@@ -1,19 +1,54 @@
-# Inference: one job per model and split, writing the official prediction format.
+# Inference: one job per model and split, writing the official prediction format
+# and the usage summary (calls, tokens, estimated cost).
+#
+# API keys never pass through Snakemake: `sabre predict` reads the variable named
+# by the model's `api_key_env` from the environment at run time and stops before
+# any call when it is unset. (Snakemake's `envvars:` is workflow-wide and would
+# demand every provider's key even for runs that need none.)
+#
+# API jobs ask for one `api_jobs` resource: `snakemake --resources api_jobs=1`
+# runs one API job at a time, so that the splits of one model do not multiply its
+# concurrency against the provider's rate limit. Completed calls are kept in the
+# response journal (.sabre/journal/, outside the tracked outputs): a killed or
+# failed job re-runs only the calls it had not finished.
+
+
+def api_job(wildcards):
+    return int(config["models"][wildcards.model].get("backend") in ("openai", "anthropic", "gemini"))
 
 
 rule predict:
     input:
         data="data/parquet/{split}.parquet",
+    wildcard_constraints:
+        model=one_of(OTHER_MODELS),
     output:
-        "results/predictions/{model}/{split}.jsonl",
+        predictions="results/predictions/{model}/{split}.jsonl",
+        usage="results/usage/{model}/{split}.json",
     params:
         # the model's settings, so that editing one model re-runs only that model
         settings=lambda wildcards: config["models"][wildcards.model],
         template=config.get("prompt", {}).get("template", "screening_v1"),
+        cuda=cuda_prefix,
+    threads: model_resource("threads")
+    resources:
+        gpu=model_resource("gpu"),
+        gpu_model=model_resource("gpu_model"),
+        mem_mb=model_resource("mem_mb"),
+        runtime=model_resource("runtime"),
+        api_jobs=api_job,
     log:
         "results/logs/predict/{model}/{split}.log",
     conda:
         "../../environment.yml"
     shell:
-        "sabre predict --model {wildcards.model} --split {wildcards.split} --data {input.data}"
-        " --output {output} > {log} 2>&1"
+        "{params.cuda}sabre predict --model {wildcards.model} --split {wildcards.split} --data {input.data}"
+        " --output {output.predictions} --usage {output.usage} > {log} 2>&1"
+
+
+# Local models (transformers, vllm): the same job as a rule of its own, so that a
+# cluster run submits only these (GPU) jobs and keeps API, scoring and report
+# jobs on the submitting node (`localrules` in common.smk).
+use rule predict as predict_local with:
+    wildcard_constraints:
+        model=one_of(LOCAL_MODELS),

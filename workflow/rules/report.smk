@@ -3,9 +3,13 @@
 
 rule tables:
     input:
-        expand("results/metrics/{model}.json", model=MODELS),
+        metrics=expand("results/metrics/{model}.json", model=MODELS),
+        intervals=expand("results/intervals/{model}.json", model=MODELS),
     output:
-        expand("results/tables/main_results.{ext}", ext=["md", "csv", "tex"]),
+        md=report("results/tables/main_results.md", category="Tables", subcategory="Main results"),
+        csv=report("results/tables/main_results.csv", category="Tables", subcategory="Main results"),
+        tex="results/tables/main_results.tex",
+        ci=report("results/tables/main_results_ci.csv", category="Tables", subcategory="Main results"),
     params:
         models=config["models"],
     log:
@@ -13,14 +17,17 @@ rule tables:
     conda:
         "../../environment.yml"
     shell:
-        "sabre tables --metrics-dir results/metrics --outdir results/tables > {log} 2>&1"
+        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/tables"
+        " > {log} 2>&1"
 
 
 rule figures:
     input:
-        expand("results/metrics/{model}.json", model=MODELS),
+        metrics=expand("results/metrics/{model}.json", model=MODELS),
+        intervals=expand("results/intervals/{model}.json", model=MODELS),
     output:
-        expand("results/figures/{fig}.{ext}", fig=FIGURES, ext=["png", "pdf"]),
+        png=[report(f, category="Figures", subcategory="Accuracy") for f in expand("results/figures/{fig}.png", fig=FIGURES)],
+        pdf=expand("results/figures/{fig}.pdf", fig=FIGURES),
     params:
         models=config["models"],
     log:
@@ -28,4 +35,5 @@ rule figures:
     conda:
         "../../environment.yml"
     shell:
-        "sabre figures --metrics-dir results/metrics --outdir results/figures > {log} 2>&1"
+        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/figures"
+        " > {log} 2>&1"

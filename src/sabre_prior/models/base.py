@@ -17,10 +17,12 @@ model that needs them is actually run.
 from __future__ import annotations
 
 import importlib
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ..errors import BackendError
+from ..errors import BackendError, ConfigError
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,64 @@ class CallError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        #: one of "rate_limit", "server", "timeout", "connection", "malformed",
+        #: "empty" (retryable), "auth", "not_found", "bad_request" (not), or "error".
         self.kind = kind
+
+    @property
+    def fatal(self) -> bool:
+        """Every further call would fail the same way (bad key, unknown model): stop the run."""
+        return not self.retryable and self.kind in FATAL_KINDS
+
+
+#: Non-retryable kinds that stop a whole run at once.
+FATAL_KINDS: frozenset[str] = frozenset({"auth", "not_found"})
+
+
+def parse_retry_after(headers: Mapping[str, str] | Any) -> float | None:
+    """Seconds to wait from ``Retry-After`` (seconds or HTTP date) or ``retry-after-ms``."""
+    if headers is None:
+        return None
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    ms = get("retry-after-ms") or get("Retry-After-Ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = get("retry-after") or get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        from email.utils import parsedate_to_datetime
+        import datetime as _dt
+
+        when = parsedate_to_datetime(str(value))
+        return max(0.0, (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def status_error(status: int, message: str, headers: Any = None) -> CallError:
+    """Classify an HTTP error status the same way for every provider."""
+    retry_after = parse_retry_after(headers)
+    text = f"HTTP {status}: {message}".strip()
+    if status == 429:
+        return CallError(text, retryable=True, status=status, retry_after=retry_after, kind="rate_limit")
+    if status in (408, 409, 425) or status >= 500:
+        kind = "timeout" if status in (408, 504) else "server"
+        return CallError(text, retryable=True, status=status, retry_after=retry_after, kind=kind)
+    if status in (401, 403):
+        return CallError(text, retryable=False, status=status, kind="auth")
+    if status == 404:
+        return CallError(text, retryable=False, status=status, kind="not_found")
+    return CallError(text, retryable=False, status=status, kind="bad_request")
 
 
 class Backend:
@@ -77,8 +136,21 @@ class Backend:
 
     # -- identity used for caching ------------------------------------------------
     def cache_identity(self) -> dict[str, Any]:
-        """What, besides the query content, determines the answer (model id, settings)."""
-        return {k: v for k, v in sorted(self.settings.items()) if k not in ("display_name", "paper_name", "concurrency")}
+        """What, besides the query content, determines the answer (model id, settings).
+
+        Operational settings (concurrency, rate limits, prices, timeouts, the key's
+        variable name, the endpoint URL, display names) are left out: changing them
+        never invalidates answers already in the response journal.
+        """
+        return {k: v for k, v in sorted(self.settings.items()) if k not in OPERATIONAL_KEYS}
+
+    def secrets(self) -> list[str]:
+        """Values that must never reach a file or log (API keys); the engine redacts them."""
+        return []
+
+    def estimate_input_tokens(self, query: "Query", width: int | None, height: int | None) -> int:
+        """A rough input-token count (prompt + image) for rate limiting and ``sabre estimate``."""
+        return max(1, len(query.text) // 4) + estimate_image_tokens("generic", width, height)
 
     # -- calling styles -----------------------------------------------------------
     def complete_batch(self, queries: Sequence[Query]) -> list[Completion]:
@@ -92,6 +164,157 @@ class Backend:
 
     def close(self) -> None:
         """Release resources (HTTP clients, GPU memory)."""
+
+    async def aclose(self) -> None:
+        """Release resources bound to the engine's event loop (async HTTP clients)."""
+
+    @property
+    def is_async(self) -> bool:
+        """True when the backend implements :meth:`acomplete` (the engine's async path)."""
+        return type(self).acomplete is not Backend.acomplete
+
+
+#: Settings that never change an answer (see :meth:`Backend.cache_identity`).
+OPERATIONAL_KEYS: frozenset[str] = frozenset(
+    {
+        "display_name",
+        "paper_name",
+        "concurrency",
+        "batch_size",
+        "rate_limits",
+        "prices",
+        "timeout_s",
+        "max_attempts",
+        "backoff_base_s",
+        "backoff_max_s",
+        "api_key_env",
+        "base_url",
+        "prompt_template",  # the template enters the key through its name and version
+        "image",  # the sent image enters the key through its bytes' hash
+        # job resources (Snakemake / SLURM), see models.local_common.job_resources
+        "threads",
+        "mem_mb",
+        "runtime",
+        "gpus",
+        "gpu_model",
+        "cuda_visible_devices",
+    }
+)
+
+
+def estimate_image_tokens(provider: str, width: int | None, height: int | None) -> int:
+    """Input tokens of one image by the providers' published rules of thumb (an estimate)."""
+    if not width or not height:
+        return 1000
+    w, h = float(width), float(height)
+    if provider == "openai":  # high detail: fit 2048x2048, shortest side 768, 170 per 512 tile + 85
+        s = min(1.0, 2048 / max(w, h))
+        w, h = w * s, h * s
+        s = min(1.0, 768 / min(w, h))
+        w, h = w * s, h * s
+        return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    if provider == "anthropic":  # fit 1568 on the long side, about w*h/750
+        s = min(1.0, 1568 / max(w, h))
+        return max(1, round(w * s * h * s / 750))
+    if provider == "gemini":  # 258 per 768x768 tile (258 in all when both sides <= 384)
+        if w <= 384 and h <= 384:
+            return 258
+        return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+    return max(85, round(w * h / 750))
+
+
+class ApiBackend(Backend):
+    """Common part of the hosted-API backends: key from the environment, generation settings.
+
+    The key is read from the variable named by ``api_key_env`` when the backend
+    is checked or the client created, is passed to the SDK in memory only, and
+    is never part of the cache identity, a log line or a file.
+    """
+
+    kind: ClassVar[str] = "api"
+    provider: ClassVar[str] = "api"
+    sdk_module: ClassVar[str] = ""
+    #: settings this backend accepts besides the common ones (others are errors)
+    extra_settings: ClassVar[frozenset[str]] = frozenset()
+    #: temperature sent when the params entry sets none (None: not sent)
+    default_temperature: ClassVar[float | None] = 0.0
+
+    COMMON_SETTINGS: ClassVar[frozenset[str]] = frozenset(
+        {"backend", "provider", "model_id", "temperature", "max_output_tokens", "extra_body"}
+    )
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        for key in ("model_id", "api_key_env"):
+            if not isinstance(settings.get(key), str) or not settings.get(key):
+                raise ConfigError(f"models.{name}.{key} is required for backend {settings.get('backend')!r}")
+        self.model_id: str = settings["model_id"]
+        self.key_env: str = settings["api_key_env"]
+        self.base_url: str | None = settings.get("base_url") or None
+        self.timeout_s = float(settings.get("timeout_s", 60.0))
+        known = OPERATIONAL_KEYS | self.COMMON_SETTINGS | self.extra_settings
+        unknown = sorted(k for k in settings if k not in known)
+        if unknown:
+            raise ConfigError(
+                f"models.{name}: settings {', '.join(unknown)} are not understood by backend "
+                f"{settings.get('backend')!r} (known: {', '.join(sorted(known))})"
+            )
+        temperature = settings.get("temperature", self.default_temperature)
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+            raise ConfigError(f"models.{name}.temperature must be a number or null, got {temperature!r}")
+        self.temperature: float | None = None if temperature is None else float(temperature)
+        max_out = settings.get("max_output_tokens", 64)
+        if isinstance(max_out, bool) or not isinstance(max_out, int) or max_out < 1:
+            raise ConfigError(f"models.{name}.max_output_tokens must be a positive integer, got {max_out!r}")
+        self.max_output_tokens: int = max_out
+        extra = settings.get("extra_body") or {}
+        if not isinstance(extra, Mapping):
+            raise ConfigError(f"models.{name}.extra_body must be a mapping")
+        self.extra_body: dict[str, Any] = dict(extra)
+
+    # -- the key ------------------------------------------------------------------
+    def api_key(self) -> str:
+        value = os.environ.get(self.key_env, "")
+        if not value.strip():
+            raise BackendError(
+                f"model {self.name!r} needs an API key: set the environment variable {self.key_env} "
+                f"(named by models.{self.name}.api_key_env in params.yaml); no call was made"
+            )
+        return value.strip()
+
+    def secrets(self) -> list[str]:
+        value = os.environ.get(self.key_env, "").strip()
+        return [value] if value else []
+
+    def check_ready(self) -> None:
+        self.api_key()
+        try:
+            importlib.import_module(self.sdk_module)
+        except ModuleNotFoundError as exc:
+            raise BackendError(
+                f"backend {self.settings.get('backend')!r} needs the Python package {exc.name!r}; "
+                f"install it with pip install -e '.[api]'"
+            ) from exc
+
+    # -- identity -----------------------------------------------------------------
+    def generation_settings(self) -> dict[str, Any]:
+        """Everything sent besides the prompt and the image that can change the answer."""
+        return {
+            "temperature": self.temperature,
+            "max_output_tokens": self.max_output_tokens,
+            "extra_body": self.extra_body,
+        }
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {
+            "backend": self.settings.get("backend"),
+            "provider": self.settings.get("provider") or self.provider,
+            "model_id": self.model_id,
+            "generation": self.generation_settings(),
+        }
+
+    def estimate_input_tokens(self, query: "Query", width: int | None, height: int | None) -> int:
+        return max(1, len(query.text) // 4) + estimate_image_tokens(self.provider, width, height)
 
 
 #: backend name -> "module:Class" (relative to this package's parent).

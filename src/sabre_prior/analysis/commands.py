@@ -1,0 +1,189 @@
+"""``sabre intervals | compare | diagnose | paper-compare | report``: thin CLI wrappers.
+
+Registered in :data:`sabre_prior.cli.REGISTRARS`.  Heavy imports happen inside
+the handlers so that ``sabre --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import contracts as C
+from . import ANALYSIS_DIR, REPORT_PATH
+
+if TYPE_CHECKING:
+    _Sub = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _add_params(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="params.yaml", help="the configuration file (default: params.yaml)")
+
+
+def _add_bootstrap(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resamples", type=int, help="bootstrap resamples (default: analysis.bootstrap_resamples)")
+    p.add_argument("--seed", type=int, help="bootstrap seed (default: analysis.seed)")
+    p.add_argument("--confidence", type=float, help="interval level, e.g. 0.95 (default: analysis.confidence)")
+
+
+def _load(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    from ..config import load_params
+    from .settings import analysis_settings
+
+    params = load_params(args.params)
+    overrides = {k: getattr(args, k, None) for k in ("resamples", "seed", "confidence")}
+    return params, analysis_settings(params, **overrides)
+
+
+def _names(params: dict[str, Any]) -> dict[str, str]:
+    from ..config import display_name
+
+    return {m: display_name(params, m) for m in params["models"]}
+
+
+# ---------------------------------------------------------------------------
+def _intervals(args: argparse.Namespace) -> int:
+    from ..config import model_settings
+    from .intervals import format_interval, write_model_intervals
+
+    params, settings = _load(args)
+    model_settings(params, args.model, args.params)  # the model must be configured
+    trace_dir = Path(args.traces_dir) if args.traces_dir else Path(C.TRACES_DIR) / args.model
+    output = Path(args.output) if args.output else C.intervals_path(args.model)
+    metrics = None if args.no_metrics_check else (Path(args.metrics) if args.metrics else C.metrics_path(args.model))
+    iv = write_model_intervals(trace_dir, output, params["splits"], settings, metrics)
+    cells = " ".join(f"{s}={format_interval(iv[s])}" for s in params["splits"])
+    print(f"{args.model}: {cells} macro={format_interval(iv[C.I_MACRO], 1)} -> {output}")
+    return 0
+
+
+def _p_intervals(sub: _Sub) -> None:
+    p = sub.add_parser("intervals", help="bootstrap confidence intervals of a model's split and macro accuracies")
+    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    p.add_argument("--traces-dir", help="the model's traces (default: results/traces/<model>)")
+    p.add_argument("--metrics", help="metrics file to cross-check (default: results/metrics/<model>.json)")
+    p.add_argument("--no-metrics-check", action="store_true", help="do not cross-check against the metrics file")
+    p.add_argument("--output", help=f"output JSON (default: {C.INTERVALS_DIR}/<model>.json)")
+    _add_bootstrap(p)
+    _add_params(p)
+    p.set_defaults(func=_intervals)
+
+
+# ---------------------------------------------------------------------------
+def _compare(args: argparse.Namespace) -> int:
+    from .comparison import compare_models, write_comparison
+    from .traces import model_outcomes
+
+    params, settings = _load(args)
+    outcomes = {m: model_outcomes(Path(args.traces_dir) / m, params["splits"]) for m in params["models"]}
+    rows = compare_models(outcomes, params["splits"], settings)
+    for path in write_comparison(rows, args.outdir, _names(params), settings):
+        print(path)
+    return 0
+
+
+def _p_compare(sub: _Sub) -> None:
+    p = sub.add_parser("compare", help="paired comparison of every two models (bootstrap interval, exact McNemar)")
+    p.add_argument(
+        "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
+    )
+    p.add_argument(
+        "--outdir", default=C.TABLES_DIR, help=f"where model_comparison.{{md,csv}} go (default: {C.TABLES_DIR})"
+    )
+    _add_bootstrap(p)
+    _add_params(p)
+    p.set_defaults(func=_compare)
+
+
+# ---------------------------------------------------------------------------
+def _diagnose(args: argparse.Namespace) -> int:
+    from ..data import read_rows
+    from .diagnostics import model_diagnostics, write_diagnostics
+    from .traces import read_model_traces
+
+    params, _ = _load(args)
+    splits = params["splits"]
+    data = {s: read_rows(Path(args.data) / f"{s}.parquet") for s in splits if s in ("attribute", "language")}
+    diag = {m: model_diagnostics(read_model_traces(Path(args.traces_dir) / m, splits), data) for m in params["models"]}
+    for path in write_diagnostics(diag, _names(params), args.tables_dir, args.figures_dir, args.json):
+        print(path)
+    return 0
+
+
+def _p_diagnose(sub: _Sub) -> None:
+    p = sub.add_parser("diagnose", help="world-prior diagnostics, parse failures, pair-outcome figure")
+    p.add_argument(
+        "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
+    )
+    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    p.add_argument("--tables-dir", default=C.TABLES_DIR)
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR)
+    p.add_argument("--json", default=f"{ANALYSIS_DIR}/diagnostics.json", help="machine-readable output")
+    _add_params(p)
+    p.set_defaults(func=_diagnose)
+
+
+# ---------------------------------------------------------------------------
+def _paper_compare(args: argparse.Namespace) -> int:
+    from .paper import write_paper_comparison
+
+    params, _ = _load(args)
+    paths, rows = write_paper_comparison(params, args.intervals_dir, args.outdir, _names(params))
+    outside = sum(not r.inside for r in rows)
+    print(f"{len(rows)} comparisons, {outside} reported value(s) outside our interval")
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _p_paper_compare(sub: _Sub) -> None:
+    p = sub.add_parser("paper-compare", help="compare models that have a paper_name with the paper's reported table")
+    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
+    p.add_argument("--outdir", default=C.TABLES_DIR)
+    _add_params(p)
+    p.set_defaults(func=_paper_compare)
+
+
+# ---------------------------------------------------------------------------
+def _report(args: argparse.Namespace) -> int:
+    from .report import report_data, write_report
+
+    params, settings = _load(args)
+    if args.thumbnail_px is not None:
+        from dataclasses import replace
+
+        settings = replace(settings, thumbnail_px=args.thumbnail_px)
+    data = report_data(
+        params,
+        traces_dir=args.traces_dir,
+        data_dir=args.data,
+        intervals_dir=args.intervals_dir,
+        diagnostics_json=args.diagnostics,
+        settings=settings,
+        figures=args.figure or [],
+        comparison_csv=args.comparison,
+        paper_csv=args.paper,
+    )
+    out = write_report(args.output, data)
+    print(f"{out} ({out.stat().st_size / 1e6:.2f} MB, {len(data['images'])} thumbnails)")
+    return 0
+
+
+def _p_report(sub: _Sub) -> None:
+    p = sub.add_parser("report", help="write the static HTML report (opens from disk, no server)")
+    p.add_argument("--traces-dir", default=C.TRACES_DIR)
+    p.add_argument("--data", default=C.PARQUET_DIR)
+    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
+    p.add_argument("--diagnostics", default=f"{ANALYSIS_DIR}/diagnostics.json")
+    p.add_argument("--comparison", help="model_comparison.csv (optional)")
+    p.add_argument("--paper", help="paper_comparison.csv (optional)")
+    p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
+    p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
+    p.add_argument("--output", default=REPORT_PATH)
+    _add_params(p)
+    p.set_defaults(func=_report)
+
+
+REGISTRARS: list[Callable[[_Sub], None]] = [_p_intervals, _p_compare, _p_diagnose, _p_paper_compare, _p_report]

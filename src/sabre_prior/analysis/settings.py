@@ -1,0 +1,47 @@
+"""The ``analysis:`` section of ``params.yaml``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+DEFAULT_RESAMPLES = 2000
+DEFAULT_SEED = 0
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_THUMBNAIL_PX = 224
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Bootstrap and report settings (defaults when ``analysis:`` is absent)."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    confidence: float = DEFAULT_CONFIDENCE
+    thumbnail_px: int = DEFAULT_THUMBNAIL_PX
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.resamples, int) or self.resamples < 1:
+            raise ConfigError(f"analysis.bootstrap_resamples must be a positive integer, got {self.resamples!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"analysis.seed must be a non-negative integer, got {self.seed!r}")
+        if not 0.0 < float(self.confidence) < 1.0:
+            raise ConfigError(f"analysis.confidence must lie strictly between 0 and 1, got {self.confidence!r}")
+        if not isinstance(self.thumbnail_px, int) or not 16 <= self.thumbnail_px <= 1024:
+            raise ConfigError(f"analysis.report.thumbnail_px must be an integer 16-1024, got {self.thumbnail_px!r}")
+
+
+def analysis_settings(params: Mapping[str, Any], **overrides: Any) -> AnalysisSettings:
+    """Settings from ``params['analysis']``; keyword overrides that are not None win."""
+    section = params.get("analysis") or {}
+    values: dict[str, Any] = {
+        "resamples": section.get("bootstrap_resamples", DEFAULT_RESAMPLES),
+        "seed": section.get("seed", DEFAULT_SEED),
+        "confidence": section.get("confidence", DEFAULT_CONFIDENCE),
+        "thumbnail_px": (section.get("report") or {}).get("thumbnail_px", DEFAULT_THUMBNAIL_PX),
+    }
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return AnalysisSettings(**values)

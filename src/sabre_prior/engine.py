@@ -1,0 +1,410 @@
+"""The inference engine: concurrent, rate-limited, retrying, journaled.
+
+Backend-agnostic.  It takes :class:`WorkItem` objects (a query and its content
+key), answers every item already in the response journal from there, and sends
+the rest through the backend:
+
+* async backends (``Backend.acomplete``, the hosted APIs): a pool of
+  ``concurrency`` workers on one event loop, gated by a :class:`RateLimiter`
+  (requests and tokens per minute, adaptive back-off on 429), a timeout per
+  attempt, and retries with exponential back-off and jitter on 429, 5xx,
+  timeouts, connection errors, malformed responses and empty answers,
+  honouring ``Retry-After``.  Non-retryable errors fail the question at once;
+  an authentication error or an unknown model (or a bad request before any
+  call succeeded) stops the run early with the provider's message;
+* batch backends (``Backend.complete_batch``, local models): chunks of
+  ``batch_size``, retried on a retryable :class:`CallError`.
+
+Every success is appended to the journal as it arrives.  A failure is never an
+answer: it is returned with its reason in :attr:`EngineResult.failures`.
+Identical requests (same key) are sent once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError
+from .journal import Journal
+from .models.base import Backend, CallError, Completion, Query
+from .ratelimit import RateLimiter
+from .usage import RunStats
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Operational settings of one run (from the model's params entry)."""
+
+    concurrency: int = 8
+    max_attempts: int = 6
+    timeout_s: float = 60.0
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 300.0
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    batch_size: int = 16
+    retry_empty: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], model: str = "?", *, kind: str = "api") -> "EngineSettings":
+        """Read ``concurrency``, ``max_attempts``, ``timeout_s``, ``backoff_*``, ``rate_limits``, ``batch_size``."""
+
+        def number(key: str, default: float, *, integer: bool = False, minimum: float = 0.0) -> Any:
+            v = settings.get(key, default)
+            ok = isinstance(v, int) if integer else isinstance(v, (int, float))
+            if isinstance(v, bool) or not ok or v < minimum:
+                raise ConfigError(f"models.{model}.{key} must be a {'whole ' if integer else ''}number >= {minimum}, got {v!r}")
+            return int(v) if integer else float(v)
+
+        limits = settings.get("rate_limits") or {}
+        if not isinstance(limits, Mapping):
+            raise ConfigError(f"models.{model}.rate_limits must be a mapping")
+        unknown = sorted(set(limits) - {"requests_per_minute", "tokens_per_minute"})
+        if unknown:
+            raise ConfigError(f"models.{model}.rate_limits: unknown keys {', '.join(unknown)}")
+        rl: dict[str, float | None] = {}
+        for key in ("requests_per_minute", "tokens_per_minute"):
+            v = limits.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+                raise ConfigError(f"models.{model}.rate_limits.{key} must be a positive number, got {v!r}")
+            rl[key] = None if v is None else float(v)
+        return cls(
+            concurrency=number("concurrency", 8 if kind == "api" else 1, integer=True, minimum=1),
+            max_attempts=number("max_attempts", 6, integer=True, minimum=1),
+            timeout_s=number("timeout_s", 60.0, minimum=0.001),
+            backoff_base_s=number("backoff_base_s", 1.0),
+            backoff_max_s=number("backoff_max_s", 60.0),
+            requests_per_minute=rl["requests_per_minute"],
+            tokens_per_minute=rl["tokens_per_minute"],
+            batch_size=number("batch_size", 16, integer=True, minimum=1),
+            retry_empty=kind == "api",
+        )
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One question ready to send, with its journal key and how its image is sent."""
+
+    query: Query
+    key: str
+    image: Mapping[str, Any] = field(default_factory=dict)
+    est_tokens: int = 0
+
+
+@dataclass
+class EngineResult:
+    answers: dict[str, str]  # question id -> answer text
+    records: dict[str, dict[str, Any]]  # question id -> journal record behind the answer
+    failures: dict[str, str]  # question id -> reason
+    stats: RunStats
+    aborted: str | None = None  # set when a fatal error stopped the run
+    wall_s: float = 0.0
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for s in secrets:
+        if s:
+            text = text.replace(s, "***")
+    return text
+
+
+class _Progress:
+    """A tqdm bar with retries and failures in the postfix (or nothing)."""
+
+    def __init__(self, total: int, initial: int, desc: str, enabled: bool, stats: RunStats) -> None:
+        self.stats = stats
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            tty = sys.stderr.isatty()
+            self.bar = tqdm(
+                total=total,
+                initial=initial,
+                desc=desc,
+                unit="q",
+                mininterval=0.2 if tty else 2.0,
+                dynamic_ncols=tty,
+                file=sys.stderr,
+            )
+            self.postfix()
+
+    def postfix(self) -> None:
+        if self.bar is not None:
+            s = self.stats
+            self.bar.set_postfix(cached=s.cached, retries=s.retries, failed=s.failures, refresh=False)
+
+    def update(self, n: int, *, changed: bool = False) -> None:
+        if self.bar is not None:
+            if changed:
+                self.postfix()
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.postfix()
+            self.bar.close()
+
+
+class Engine:
+    """Runs the work items of one model and split."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        journal: Journal | None,
+        settings: EngineSettings,
+        *,
+        desc: str = "",
+        progress: bool = True,
+        journal_fields: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.backend = backend
+        self.journal = journal
+        self.s = settings
+        self.desc = desc
+        self.progress_enabled = progress
+        self.journal_fields = dict(journal_fields or {})
+        self._rng = random.Random(seed)
+        self._secrets = backend.secrets()
+        self.stats = RunStats()
+        self._answers: dict[str, str] = {}
+        self._records: dict[str, dict[str, Any]] = {}
+        self._failures: dict[str, str] = {}
+        self._abort: str | None = None
+        self._successes = 0
+        self._progress: _Progress | None = None
+
+    # -- entry point --------------------------------------------------------------------
+    def run(self, items: Sequence[WorkItem]) -> EngineResult:
+        t0 = time.perf_counter()
+        groups: dict[str, list[WorkItem]] = {}
+        for item in items:
+            groups.setdefault(item.key, []).append(item)
+        self.stats.questions = len(items)
+        pending: list[list[WorkItem]] = []
+        for key, group in groups.items():
+            rec = self.journal.get(key) if self.journal is not None else None
+            if rec is not None:
+                self._assign(group, rec)
+                self.stats.cached += len(group)
+            else:
+                pending.append(group)
+        self._progress = _Progress(len(items), self.stats.cached, self.desc, self.progress_enabled, self.stats)
+        try:
+            if pending:
+                if self.backend.is_async:
+                    asyncio.run(self._run_async(pending))
+                else:
+                    self._run_batches(pending)
+        finally:
+            self._progress.close()
+        return EngineResult(
+            answers=self._answers,
+            records=self._records,
+            failures=self._failures,
+            stats=self.stats,
+            aborted=self._abort,
+            wall_s=time.perf_counter() - t0,
+        )
+
+    # -- shared bookkeeping -------------------------------------------------------------
+    def _assign(self, group: Sequence[WorkItem], record: dict[str, Any]) -> None:
+        for item in group:
+            self._answers[item.query.id] = record["text"]
+            self._records[item.query.id] = record
+
+    def _succeed(
+        self, group: Sequence[WorkItem], completion: Completion, *, latency: float, attempts: int, rejected: int
+    ) -> None:
+        item = group[0]
+        record: dict[str, Any] = {
+            "key": item.key,
+            "id": item.query.id,
+            "split": item.query.split,
+            **self.journal_fields,
+            "text": completion.text,
+            "input_tokens": completion.input_tokens,
+            "output_tokens": completion.output_tokens,
+            "finish_reason": completion.finish_reason,
+            "attempts": attempts,
+            "retries": attempts - 1,
+            "rejected_output_tokens": rejected,
+            "latency_s": round(latency, 4),
+            "image": dict(item.image),
+        }
+        if completion.extra:
+            record["extra"] = completion.extra
+        if self.journal is not None:
+            record = self.journal.append(record)
+        self._assign(group, record)
+        self._successes += 1
+        self.stats.calls += 1
+        self.stats.latencies.append(latency)
+        if self._progress is not None:
+            self._progress.update(len(group))
+
+    def _fail(self, group: Sequence[WorkItem], reason: str) -> None:
+        reason = redact(reason, self._secrets)
+        for item in group:
+            self._failures[item.query.id] = reason
+        self.stats.failures += len(group)
+        log.warning("%s: %s failed: %s", self.desc, ", ".join(i.query.id for i in group), reason)
+        if self._progress is not None:
+            self._progress.update(len(group), changed=True)
+
+    def _delay(self, attempt: int, err: CallError) -> float:
+        if err.retry_after is not None:
+            ra = min(err.retry_after, self.s.retry_after_max_s)
+            return ra + self._rng.random() * min(1.0, 0.1 * ra + 0.01)
+        base = min(self.s.backoff_max_s, self.s.backoff_base_s * 2 ** (attempt - 1))
+        return base * (0.5 + 0.5 * self._rng.random())
+
+    def _stops_run(self, err: CallError) -> bool:
+        return err.fatal or (err.kind == "bad_request" and self._successes == 0)
+
+    # -- async path -----------------------------------------------------------------------
+    async def _run_async(self, pending: list[list[WorkItem]]) -> None:
+        limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute)
+        queue = deque(pending)
+        workers = [
+            asyncio.create_task(self._worker(queue, limiter)) for _ in range(min(self.s.concurrency, len(pending)))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+            await self.backend.aclose()
+        if self._abort:
+            while queue:
+                self._fail(queue.popleft(), f"not attempted: {self._abort}")
+
+    async def _worker(self, queue: deque[list[WorkItem]], limiter: RateLimiter) -> None:
+        while queue and self._abort is None:
+            group = queue.popleft()
+            await self._call(group, limiter)
+
+    async def _attempt(self, query: Query) -> Completion:
+        try:
+            completion = await asyncio.wait_for(self.backend.acomplete(query), self.s.timeout_s)
+        except asyncio.TimeoutError:
+            raise CallError(f"no answer within {self.s.timeout_s:g} s", retryable=True, kind="timeout") from None
+        except CallError:
+            raise
+        except Exception as exc:  # an SDK or parsing error the backend did not classify
+            raise CallError(f"{type(exc).__name__}: {exc}", retryable=True, kind="error") from exc
+        if not isinstance(completion, Completion) or not isinstance(completion.text, str):
+            raise CallError("the backend returned no text", retryable=True, kind="malformed")
+        return completion
+
+    async def _call(self, group: list[WorkItem], limiter: RateLimiter) -> None:
+        item = group[0]
+        rejected = 0
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._abort is not None:
+                self._fail(group, f"not attempted: {self._abort}")
+                return
+            async with limiter.slot(item.est_tokens):
+                t0 = time.perf_counter()
+                self.stats.attempts += 1
+                try:
+                    completion = await self._attempt(item.query)
+                    if self.s.retry_empty and not completion.text.strip():
+                        rejected += completion.output_tokens or 0
+                        raise CallError("empty answer", retryable=True, kind="empty")
+                    err = None
+                except CallError as exc:
+                    err = exc
+                latency = time.perf_counter() - t0
+            if err is None:
+                limiter.on_success()
+                used = (completion.input_tokens or 0) + (completion.output_tokens or 0)
+                limiter.settle(item.est_tokens, used if completion.input_tokens is not None else None)
+                self._succeed(group, completion, latency=latency, attempts=attempt, rejected=rejected)
+                return
+            self.stats.count_error(err.kind)
+            if err.kind == "rate_limit":
+                limiter.on_rate_limited(err.retry_after)
+            message = redact(str(err), self._secrets)
+            if self._stops_run(err):
+                if self._abort is None:
+                    self._abort = f"{self.desc}: the provider refused the request ({err.kind}): {message}"
+                self._fail(group, f"{err.kind}: {message}")
+                return
+            if not err.retryable:
+                self._fail(group, f"{err.kind}: {message}")
+                return
+            if attempt >= self.s.max_attempts:
+                self._fail(group, f"gave up after {attempt} attempts; last error ({err.kind}): {message}")
+                return
+            self.stats.retries += 1
+            if self._progress is not None:
+                self._progress.update(0, changed=True)
+            delay = self._delay(attempt, err)
+            log.debug("%s: %s attempt %d failed (%s); retrying in %.2f s", self.desc, item.query.id, attempt, message, delay)
+            await asyncio.sleep(delay)
+
+    # -- batch path -----------------------------------------------------------------------
+    def _run_batches(self, pending: list[list[WorkItem]]) -> None:
+        size = self.s.batch_size
+        try:
+            for start in range(0, len(pending), size):
+                chunk = pending[start : start + size]
+                self._batch(chunk)
+                if self._abort is not None:
+                    for group in pending[start + size :]:
+                        self._fail(group, f"not attempted: {self._abort}")
+                    return
+        finally:
+            self.backend.close()
+
+    def _batch(self, chunk: list[list[WorkItem]]) -> None:
+        queries = [g[0].query for g in chunk]
+        attempt = 0
+        while True:
+            attempt += 1
+            t0 = time.perf_counter()
+            self.stats.attempts += len(queries)
+            try:
+                completions = list(self.backend.complete_batch(queries))
+                if len(completions) != len(queries):
+                    raise CallError(
+                        f"the backend returned {len(completions)} answers for {len(queries)} questions",
+                        retryable=False,
+                        kind="malformed",
+                    )
+                err = None
+            except CallError as exc:
+                err = exc
+            latency = (time.perf_counter() - t0) / max(1, len(queries))
+            if err is None:
+                for group, completion in zip(chunk, completions):
+                    if self.s.retry_empty and not completion.text.strip():
+                        self._fail(group, "empty: empty answer")
+                    else:
+                        self._succeed(group, completion, latency=latency, attempts=attempt, rejected=0)
+                return
+            self.stats.count_error(err.kind)
+            message = redact(str(err), self._secrets)
+            if err.fatal:
+                self._abort = f"{self.desc}: {message}"
+            if not err.retryable or attempt >= self.s.max_attempts:
+                for group in chunk:
+                    self._fail(group, f"{err.kind}: {message}")
+                return
+            self.stats.retries += len(queries)
+            time.sleep(self._delay(attempt, err))

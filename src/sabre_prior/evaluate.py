@@ -1,0 +1,237 @@
+"""``sabre evaluate``: score prediction files like the official ``evaluate.py``.
+
+Inputs: ``<data_dir>/<split>.parquet`` (the benchmark, read without images)
+and ``<pred_dir>/<split>.jsonl`` (one ``{"id": ..., "prediction": ...}`` per
+line).  Outputs: the metrics JSON (format in :mod:`sabre_prior.contracts`)
+and one trace per split with :data:`~sabre_prior.contracts.TRACE_KEYS`.
+
+Prediction files, decided and checked here:
+
+* lines end at ``\n`` (a trailing ``\r`` is tolerated); blank
+  (whitespace-only) lines are skipped;
+* invalid JSON, a line that is not an object, a missing ``id`` or
+  ``prediction`` key, a non-string ``id``, a duplicate id and an id that is
+  not in the split are errors naming the file and 1-based line;
+* extra keys are ignored; a ``prediction`` that is null or not a string is
+  scored as the contract does (``str()``, null -> empty text);
+* a question with no line is *missing*: scored as wrong, counted in the
+  split's ``missing`` and reported with a warning.
+
+``macro_accuracy`` is the unweighted mean over the splits evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import contracts as C
+from .data import read_rows
+from .errors import DataError, PredictionFileError
+from .io_utils import write_json, write_jsonl
+from .scoring import resolve_eval_type, score
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    value: Any
+    line: int
+
+
+def default_trace_dir(output: Path) -> Path:
+    """Traces go beside the metrics file: ``<parent>/<stem>.traces/``."""
+    return output.parent / f"{output.stem}.traces"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_predictions(path: Path, known_ids: set[str]) -> dict[str, Prediction]:
+    """Parse one prediction file; raise :class:`PredictionFileError` naming file and line."""
+    if not path.is_file():
+        raise PredictionFileError(f"{path}: prediction file not found (expected one line per question of the split)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PredictionFileError(f"{path}: not valid UTF-8 ({exc})") from None
+    preds: dict[str, Prediction] = {}
+    # Split on "\n" only: str.splitlines() would also break at U+2028, U+0085...,
+    # which JSON writers (ensure_ascii=False) leave unescaped inside strings.
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise PredictionFileError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:
+            raise PredictionFileError(f"{where}: invalid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise PredictionFileError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        for key in (C.PRED_ID, C.PRED_PREDICTION):
+            if key not in obj:
+                raise PredictionFileError(f"{where}: missing key {key!r}")
+        qid = obj[C.PRED_ID]
+        if not isinstance(qid, str):
+            raise PredictionFileError(f"{where}: {C.PRED_ID!r} must be a string, got {qid!r}")
+        if qid in preds:
+            raise PredictionFileError(f"{where}: duplicate id {qid!r} (first on line {preds[qid].line})")
+        if qid not in known_ids:
+            raise PredictionFileError(f"{where}: id {qid!r} is not a question of this split")
+        preds[qid] = Prediction(obj[C.PRED_PREDICTION], lineno)
+    return preds
+
+
+def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
+    if not rows:
+        raise DataError(f"{data_path}: split {split!r} has no rows")
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        qid = row.get(C.COL_ID)
+        if not isinstance(qid, str) or not qid:
+            raise DataError(f"{data_path}: split {split!r}, row {i}: field {C.COL_ID!r} is missing or not a string")
+        if qid in seen:
+            raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_ID!r} is duplicated")
+        seen.add(qid)
+    if split in C.PAIRED_SPLITS:
+        _check_pairs(rows, split, data_path)
+
+
+def _check_pairs(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
+    probes = C.PROBES[split]
+    pairs: dict[str, set[str]] = {}
+    for row in rows:
+        qid, probe, pair_id = row[C.COL_ID], row.get(C.COL_PROBE), row.get(C.COL_PAIR_ID)
+        if probe not in probes:
+            raise DataError(
+                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r} is {probe!r}, "
+                f"expected one of {', '.join(probes)}"
+            )
+        if not isinstance(pair_id, str) or not pair_id:
+            raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PAIR_ID!r} is missing")
+        have = pairs.setdefault(pair_id, set())
+        if probe in have:
+            raise DataError(
+                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r}: {probe!r} repeated in pair {pair_id!r}"
+            )
+        have.add(probe)
+    for pair_id, have in pairs.items():
+        if len(have) != len(probes):
+            lacking = [p for p in probes if p not in have]
+            raise DataError(
+                f"{data_path}: split {split!r}, pair {pair_id!r}: field {C.COL_PROBE!r}: lacks {', '.join(lacking)}"
+            )
+
+
+def trace_rows(
+    rows: list[dict[str, Any]], preds: dict[str, Prediction], split: str, data_path: Path
+) -> list[dict[str, Any]]:
+    """Score every question of a split; one trace dict (TRACE_KEYS order) per row, in data order."""
+    paired = split in C.PAIRED_SPLITS
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        qid = row[C.COL_ID]
+        pred = preds.get(qid)
+        raw = None if pred is None else pred.value
+        try:
+            eval_type = resolve_eval_type(row)
+        except DataError as exc:
+            raise DataError(f"{data_path}: {exc}") from None
+        try:
+            scored = score(raw, row.get(C.COL_ANSWER), eval_type, row.get(C.COL_OPTIONS))
+        except DataError as exc:  # its message names the field
+            raise DataError(f"{data_path}: split {split!r}, row {qid!r}: {exc}") from None
+        values = (
+            qid,
+            split,
+            row.get(C.COL_PAIR_ID) if paired else None,
+            row.get(C.COL_PROBE) if paired else None,
+            eval_type,
+            raw,
+            scored.normalized_prediction,
+            row.get(C.COL_ANSWER),
+            scored.normalized_answer,
+            scored.parsed,
+            pred is None,
+            scored.correct and pred is not None,
+        )
+        out.append(dict(zip(C.TRACE_KEYS, values, strict=True)))
+    return out
+
+
+def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
+    """Metrics of one split from its traces (pairs for the paired splits)."""
+    n_correct = sum(t["correct"] for t in traces)
+    missing = sum(t["missing"] for t in traces)
+    if split not in C.PAIRED_SPLITS:
+        return {
+            C.M_ACCURACY: n_correct / len(traces),
+            C.M_CORRECT: n_correct,
+            C.M_TOTAL: len(traces),
+            C.M_MISSING: missing,
+        }
+    pair_ok: dict[str, bool] = {}
+    probe_hits: dict[str, list[int]] = {p: [0, 0] for p in C.PROBES[split]}
+    for t in traces:
+        pair_ok[t["pair_id"]] = pair_ok.get(t["pair_id"], True) and t["correct"]
+        probe_hits[t["probe"]][0] += t["correct"]
+        probe_hits[t["probe"]][1] += 1
+    pairs_correct = sum(pair_ok.values())
+    return {
+        C.M_ACCURACY: pairs_correct / len(pair_ok),
+        C.M_CORRECT: pairs_correct,
+        C.M_TOTAL: len(pair_ok),
+        C.M_MISSING: missing,
+        C.M_QUESTION_ACCURACY: n_correct / len(traces),
+        C.M_PROBE_ACCURACY: {p: hits / n for p, (hits, n) in probe_hits.items()},
+    }
+
+
+def evaluate_predictions(
+    pred_dir: Path,
+    data_dir: Path,
+    output: Path,
+    *,
+    splits: Sequence[str] = C.SPLITS,
+    trace_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Score ``<pred_dir>/<split>.jsonl`` against ``<data_dir>/<split>.parquet``.
+
+    Writes the metrics JSON to ``output`` (after every trace) and returns it.
+    Nothing is written when any input is invalid.
+    """
+    if not splits:
+        raise DataError("no splits to evaluate")
+    unknown = [s for s in splits if s not in C.SPLITS]
+    if unknown:
+        raise DataError(f"unknown split(s) {', '.join(unknown)}; known: {', '.join(C.SPLITS)}")
+    if len(set(splits)) != len(splits):
+        raise DataError(f"a split is listed twice: {' '.join(splits)}")
+    pred_dir, data_dir, output = Path(pred_dir), Path(data_dir), Path(output)
+    traces_dir = Path(trace_dir) if trace_dir is not None else default_trace_dir(output)
+    all_traces: dict[str, list[dict[str, Any]]] = {}
+    metrics: dict[str, Any] = {}
+    for split in splits:
+        data_path = data_dir / f"{split}.parquet"
+        rows = read_rows(data_path)
+        _check_rows(rows, split, data_path)
+        preds = read_predictions(pred_dir / f"{split}.jsonl", {r[C.COL_ID] for r in rows})
+        all_traces[split] = trace_rows(rows, preds, split, data_path)
+        metrics[split] = split_metrics(all_traces[split], split)
+        if metrics[split][C.M_MISSING]:
+            log.warning(
+                "%s: %d of %d questions have no prediction in %s (scored as wrong)",
+                split, metrics[split][C.M_MISSING], len(rows), pred_dir / f"{split}.jsonl",
+            )  # fmt: skip
+    metrics[C.M_MACRO] = sum(metrics[s][C.M_ACCURACY] for s in splits) / len(splits)
+    for split, traces in all_traces.items():
+        write_jsonl(traces_dir / f"{split}.jsonl", traces)
+    write_json(output, metrics)
+    return metrics

@@ -1,0 +1,346 @@
+"""Fetch one split with ``datasets.load_dataset`` and write it as self-contained Parquet.
+
+The same call serves the gated hub repo and a local copy of its layout (the demo)::
+
+    datasets.load_dataset(source, split, split="test", revision=revision)
+
+The rows are validated (:mod:`sabre_prior.validate`; for a hub source also the official
+counts), then written to ``data/parquet/<split>.parquet``:
+
+* every column of the source is kept, in the source's order, and rows keep their order;
+* ``image`` holds the embedded file bytes (``{"bytes", "path"}`` with ``path`` the file's base
+  name), so the file needs nothing else; ``datasets`` can load it back with its features;
+* ``options`` is stored as the source has it (a list or a letter-keyed mapping); consumers
+  read it through :func:`sabre_prior.prompts.options_mapping`, which maps a list to A-D;
+* written row group by row group (memory stays bounded), deterministically (same input,
+  same bytes: no timestamps) and atomically (temporary file, then rename).
+
+Access to the gated repo uses the token the Hugging Face libraries find themselves
+(``HF_TOKEN`` or a stored login). It is never logged or written; failures become an
+:class:`~sabre_prior.errors.AccessError` with what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import contracts as C
+from .errors import AccessError, DataError, SabreError
+from .io_utils import atomic_writer
+from .validate import validate_split
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
+
+log = logging.getLogger(__name__)
+
+#: Rows per Parquet row group (about 30 MB of real-size images).
+ROW_GROUP_ROWS = 100
+HUB_PAGE = f"https://huggingface.co/datasets/{C.HUB_REPO_ID}"
+_TOKEN_HOW = (
+    "create a read token at https://huggingface.co/settings/tokens and either export it as HF_TOKEN "
+    "(export HF_TOKEN=hf_...) or run `hf auth login` (older versions: `huggingface-cli login`)"
+)
+_DEMO_HINT = "To run the pipeline without the real data, set dataset.source: demo in params.yaml."
+
+
+# ---------------------------------------------------------------------------
+# Messages for access problems (one paragraph each)
+# ---------------------------------------------------------------------------
+def _page(repo: str) -> str:
+    return f"https://huggingface.co/datasets/{repo}"
+
+
+def missing_token_message(repo: str) -> str:
+    return (
+        f"Cannot read the gated dataset '{repo}': no Hugging Face token was found. "
+        f"Log in at {_page(repo)} and accept the dataset's terms (CC BY-NC 4.0, evaluation only), then "
+        f"{_TOKEN_HOW}. The token is read by the Hugging Face libraries and never stored by this pipeline. "
+        f"{_DEMO_HINT}"
+    )
+
+
+def not_granted_message(repo: str) -> str:
+    return (
+        f"Your Hugging Face token was accepted but has no access to the gated dataset '{repo}'. "
+        f"Open {_page(repo)} while logged in with the same account, accept the terms (CC BY-NC 4.0, evaluation "
+        "only) and wait until access is granted, then run again. If HF_TOKEN is set it takes precedence over "
+        "a stored login: check that it belongs to that account and may read gated repos. "
+        f"{_DEMO_HINT}"
+    )
+
+
+def invalid_token_message(repo: str) -> str:
+    return (
+        f"The Hugging Face hub rejected your token while reading '{repo}' (invalid or expired credentials). "
+        f"Set HF_TOKEN to a valid read token from https://huggingface.co/settings/tokens or log in again with "
+        f"`hf auth login`; unset HF_TOKEN to use the stored login instead. Access to the data also requires "
+        f"accepting its terms at {_page(repo)}. {_DEMO_HINT}"
+    )
+
+
+def unknown_repo_message(repo: str, token_present: bool) -> str:
+    auth = (
+        "If it is a private repository, make sure your token's account can see it."
+        if token_present
+        else "If it is a private or gated repository, you are not logged in: " + _TOKEN_HOW + "."
+    )
+    return (
+        f"The dataset '{repo}' was not found on the Hugging Face hub. Check dataset.source in params.yaml "
+        f"(or --source): the real benchmark is '{C.HUB_REPO_ID}' ({HUB_PAGE}); a local copy must be an "
+        f"existing directory; 'demo' uses the embedded demo benchmark. {auth}"
+    )
+
+
+def unknown_revision_message(repo: str, revision: str | None) -> str:
+    return (
+        f"The revision '{revision}' does not exist in the dataset '{repo}' on the Hugging Face hub. "
+        f"Set dataset.revision in params.yaml (or --revision) to an existing branch, tag or commit of "
+        f"{_page(repo)}, or to null for the latest version."
+    )
+
+
+def unreachable_message(repo: str, detail: str) -> str:
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    return (
+        f"Cannot reach the Hugging Face hub at {endpoint} to read '{repo}' ({detail}). Check the network "
+        "connection and proxy settings, and that HF_HUB_OFFLINE and HF_DATASETS_OFFLINE are not set "
+        f"(offline mode only works for data already in the local cache). {_DEMO_HINT}"
+    )
+
+
+def download_failed_message(repo: str, detail: str) -> str:
+    return (
+        f"Could not download the files of '{repo}' ({detail}). This usually means that access to the gated "
+        f"dataset was not granted to the account of your token: accept the terms at {_page(repo)}, check "
+        f"HF_TOKEN (or `hf auth login`), then run again. {_DEMO_HINT}"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Mapping load errors to messages
+# ---------------------------------------------------------------------------
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def explain_load_error(
+    exc: BaseException,
+    source: str,
+    split: str,
+    revision: str | None,
+    *,
+    token_present: bool,
+    local: bool,
+) -> SabreError | None:
+    """The user-facing error for a failed ``load_dataset`` call, or None when it is not one we know."""
+    if local:
+        return _explain_local_error(exc, source, split)
+    from datasets.exceptions import DatasetNotFoundError
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalTokenNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    missing_or_invalid = invalid_token_message(source) if token_present else missing_token_message(source)
+    for err in _chain(exc):  # precise types first, wherever they sit in the chain
+        if isinstance(err, GatedRepoError):
+            return AccessError(not_granted_message(source) if _status(err) == 403 else missing_or_invalid)
+        if isinstance(err, RevisionNotFoundError):
+            return AccessError(unknown_revision_message(source, revision))
+        if isinstance(err, RepositoryNotFoundError):
+            return AccessError(unknown_repo_message(source, token_present))
+        if isinstance(err, LocalTokenNotFoundError):
+            return AccessError(missing_token_message(source))
+        if isinstance(err, HfHubHTTPError) and _status(err) in (401, 403):
+            if _status(err) == 401:
+                return AccessError(missing_or_invalid)
+            return AccessError(not_granted_message(source) if token_present else missing_token_message(source))
+    text = str(exc)
+    if isinstance(exc, DatasetNotFoundError):
+        # datasets >= 2.20 re-raises hub errors as DatasetNotFoundError with the cause removed
+        if "gated" in text:
+            return AccessError(not_granted_message(source) if "ask for access" in text else missing_or_invalid)
+        if text.startswith("Revision"):
+            return AccessError(unknown_revision_message(source, revision))
+        return AccessError(unknown_repo_message(source, token_present))
+    if isinstance(exc, ConnectionError):
+        return AccessError(unreachable_message(source, text.splitlines()[0] if text else type(exc).__name__))
+    if isinstance(exc, FileNotFoundError):
+        return AccessError(download_failed_message(source, text.splitlines()[0] if text else type(exc).__name__))
+    if isinstance(exc, ValueError) and "BuilderConfig" in text:
+        return DataError(f"{source}: the dataset has no config {split!r} ({text.splitlines()[0]})")
+    return None
+
+
+def _explain_local_error(exc: BaseException, source: str, split: str) -> SabreError | None:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, ValueError) and "BuilderConfig" in text:
+        return DataError(
+            f"{source}/README.md: the dataset card declares no config {split!r} "
+            f"(expected one config per split with data_files under data/{split}/**): {text}"
+        )
+    if isinstance(exc, (FileNotFoundError, ValueError)):
+        return DataError(f"{source}: cannot load split {split!r} from this directory: {text}")
+    return None
+
+
+def token_present() -> bool:
+    """Whether the Hugging Face libraries would send a token (HF_TOKEN or a stored login); never returns it."""
+    try:
+        from huggingface_hub import get_token
+
+        return bool(get_token())
+    except Exception:  # noqa: BLE001 - a broken token file reads as "no token"
+        return False
+
+
+def is_local_source(source: str) -> bool:
+    """True for an existing directory; a missing path that cannot be a hub repo id is an error."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return True
+    if path.exists():
+        raise DataError(f"{source}: is a file; the dataset source must be a hub repo id or a directory")
+    looks_like_path = source.startswith((".", "/", "~")) or source.count("/") > 1 or "\\" in source
+    if source.rstrip("/") == C.DEMO_DIR:
+        raise DataError(f"{source}: the demo benchmark is missing; generate it with `sabre demo-data --output {source}`")
+    if looks_like_path:
+        raise DataError(f"{source}: local dataset directory not found")
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Loading, Parquet
+# ---------------------------------------------------------------------------
+@contextmanager
+def open_split(
+    source: str, split: str, revision: str | None = None, *, local: bool | None = None
+) -> Iterator[datasets.Dataset]:
+    """``load_dataset(source, split, split="test", revision=revision)`` with user-facing errors.
+
+    A local directory is loaded with a throwaway ``cache_dir``: the library keys its cache of a
+    local folder by the file names, not their contents, so a regenerated copy (another demo
+    seed) would otherwise be served stale. Hub data keeps the user's cache (it is pinned by
+    revision).
+    """
+    import datasets
+
+    if local is None:
+        local = is_local_source(source)
+    path = str(Path(source).expanduser()) if local else source
+    with tempfile.TemporaryDirectory(prefix="sabre-fetch-") if local else nullcontext(None) as cache_dir:
+        extra = {"cache_dir": cache_dir} if cache_dir else {}
+        try:
+            ds = datasets.load_dataset(path, split, split=C.HUB_SPLIT, revision=revision, **extra)
+        except SabreError:
+            raise
+        except Exception as exc:
+            err = explain_load_error(exc, source, split, revision, token_present=token_present(), local=local)
+            if err is None:
+                raise
+            raise err from exc
+        try:
+            yield ds
+        finally:
+            del ds
+
+
+def _arrow_table(ds: datasets.Dataset) -> pa.Table:
+    if getattr(ds, "_indices", None) is not None:
+        ds = ds.flatten_indices()
+    return ds.data.table
+
+
+def image_keys(table: pa.Table, batch_rows: int = ROW_GROUP_ROWS) -> list[str | None]:
+    """One key per row naming its image file (its path, else a hash of embedded bytes; None: no image)."""
+    if C.COL_IMAGE not in table.column_names:
+        return [None] * table.num_rows
+    keys: list[str | None] = []
+    col = table.column(C.COL_IMAGE)
+    for start in range(0, table.num_rows, batch_rows):
+        for value in col.slice(start, batch_rows).to_pylist():
+            path, data = (value.get("path"), value.get("bytes")) if isinstance(value, dict) else (value, None)
+            if path:
+                keys.append(str(path))
+            elif data:
+                keys.append("sha256:" + hashlib.sha256(data).hexdigest())
+            else:
+                keys.append(None)
+    return keys
+
+
+def write_parquet(table: pa.Table, output: Path, row_group_rows: int = ROW_GROUP_ROWS) -> int:
+    """Write ``table`` with its image bytes embedded, one row group at a time; returns the file size."""
+    from datasets.table import embed_table_storage
+
+    output = Path(output)
+    with atomic_writer(output, "wb") as fh:
+        writer: pq.ParquetWriter | None = None
+        try:
+            for start in range(0, table.num_rows, row_group_rows):
+                chunk = embed_table_storage(table.slice(start, row_group_rows))
+                if writer is None:
+                    writer = pq.ParquetWriter(fh, chunk.schema, compression="snappy", store_schema=True)
+                writer.write_table(chunk, row_group_size=row_group_rows)
+            if writer is None:  # no rows: still a valid, empty file
+                writer = pq.ParquetWriter(fh, table.schema, compression="snappy")
+        finally:
+            if writer is not None:
+                writer.close()
+    return output.stat().st_size
+
+
+def fetch_split(
+    source: str,
+    split: str,
+    output: Path,
+    revision: str | None = None,
+    *,
+    check_counts: bool | None = None,
+) -> str:
+    """Load, validate and write one split as self-contained Parquet; returns a one-line summary.
+
+    ``check_counts`` enforces the official sizes; by default it is on for a hub source and off
+    for a local directory (the small demo is smaller than the real dataset).
+    """
+    if split not in C.SPLITS:
+        raise DataError(f"unknown split {split!r} (expected one of {', '.join(C.SPLITS)})")
+    local = is_local_source(source)
+    with open_split(source, split, revision, local=local) as ds:
+        table = _arrow_table(ds)
+        columns = table.column_names
+        meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
+        rows: list[dict[str, Any]] = meta.to_pylist()
+        keys = image_keys(table)
+        counts = (not local) if check_counts is None else check_counts
+        validate_split(split, rows, columns, keys, official_counts=counts, source=source)
+        size = write_parquet(table, Path(output))
+        del table, meta
+    n_images = len({k for k in keys if k is not None})
+    at = f"@{revision}" if revision else ""
+    return f"{split}: {len(rows)} questions, {n_images} images from {source}{at} -> {output} ({size / 1e6:.1f} MB)"

@@ -1,0 +1,181 @@
+"""The crash-safe response journal: never pay twice for the same call.
+
+One append-only JSON Lines file per model and split,
+``.sabre/journal/<model>/<split>.jsonl`` (:data:`contracts.JOURNAL_DIR`).  Each
+successful response is appended as one line, written with a single
+``write()`` and ``fsync``-ed as it arrives, so a SIGKILL, an OOM kill or a
+power cut loses at most the calls that were still in flight.
+
+Lines are keyed by content (:func:`request_key`): backend and provider, model
+id, the generation settings, the prompt template and its version, the rendered
+prompt text and the sha256 of the image bytes actually sent.  Row order, file
+paths, concurrency, rate limits and prices are not part of the key, so
+re-running after a kill, after deleting the predictions, or with different
+operational settings reuses every completed call; editing the prompt, the
+image policy or a generation setting makes new calls.
+
+The journal stores responses only: never the API key, the prompt or the image.
+Failed calls are not stored (a failure is never an answer).  A torn last line
+(a kill in the middle of a write) is cut off when the journal is opened; other
+unreadable lines are skipped with a warning.  An exclusive ``flock`` keeps two
+processes from writing the same journal.
+
+The journal lives outside the DVC-tracked outputs on purpose: it holds paid
+responses that may be worth keeping locally, it is ignored by git (``/.sabre/``)
+and it is not a pipeline output, so ``dvc repro`` and Snakemake neither delete
+nor version it.  Deleting it means paying again.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from . import contracts as C
+from .errors import BackendError
+
+log = logging.getLogger(__name__)
+
+#: Version of the journal line format.
+JOURNAL_FORMAT = 1
+
+
+def journal_path(model: str, split: str, root: str | Path = ".", journal_dir: str | Path | None = None) -> Path:
+    """``<root>/.sabre/journal/<model>/<split>.jsonl`` (or under ``journal_dir``)."""
+    base = Path(journal_dir) if journal_dir is not None else Path(root) / C.JOURNAL_DIR
+    return base / model / f"{split}.jsonl"
+
+
+def request_key(
+    identity: Mapping[str, Any], template: str, template_version: str, prompt: str, image_sha256: str
+) -> str:
+    """The content hash that identifies one call (sha256 of canonical JSON)."""
+    payload = {
+        "identity": identity,
+        "template": template,
+        "template_version": template_version,
+        "prompt": prompt,
+        "image_sha256": image_sha256,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_lines(data: bytes, path: Path) -> Iterator[dict[str, Any]]:
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            log.warning("%s:%d: unreadable journal line skipped", path, lineno)
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("key"), str) and isinstance(rec.get("text"), str):
+            yield rec
+        else:
+            log.warning("%s:%d: journal line without key/text skipped", path, lineno)
+
+
+def read_journal(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Key -> the first complete record (read-only; a torn last line is ignored)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        return {}
+    cut = data.rfind(b"\n") + 1
+    records: dict[str, dict[str, Any]] = {}
+    for rec in _parse_lines(data[:cut], p):
+        records.setdefault(rec["key"], rec)
+    return records
+
+
+class Journal:
+    """An open, locked journal: look up completed calls, append new ones."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            self._lock()
+            self.torn_bytes = self._cut_torn_tail()
+            self._records = read_journal(self.path)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.appended = 0
+
+    # -- opening ------------------------------------------------------------------
+    def _lock(self) -> None:
+        import fcntl
+
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise BackendError(
+                    f"{self.path}: another sabre process is running this model and split (journal locked)"
+                ) from exc
+            raise
+
+    def _cut_torn_tail(self) -> int:
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            return 0
+        with open(self.path, "rb") as fh:
+            data = fh.read()
+        cut = data.rfind(b"\n") + 1
+        if cut == len(data):
+            return 0
+        os.ftruncate(self._fd, cut)
+        os.fsync(self._fd)
+        log.warning("%s: ignored a torn last line (%d bytes) left by an interrupted run", self.path, len(data) - cut)
+        return len(data) - cut
+
+    # -- use ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self._records.get(key)
+
+    def append(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """Append one response (must hold ``key`` and ``text``); written and fsync-ed at once."""
+        rec = {"v": JOURNAL_FORMAT, **record}
+        rec.setdefault("time", _utc_now())
+        if not isinstance(rec.get("key"), str) or not isinstance(rec.get("text"), str):
+            raise ValueError("a journal record needs a string key and text")
+        line = (json.dumps(rec, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+        view = memoryview(line)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        os.fsync(self._fd)
+        self._records.setdefault(rec["key"], rec)
+        self.appended += 1
+        return rec
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # releases the flock
+            self._fd = -1
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

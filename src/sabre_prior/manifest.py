@@ -1,0 +1,223 @@
+"""The run manifest (``results/manifest.json``): what produced the results.
+
+It records, deterministically (the same inputs give the same bytes, so DVC can
+track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
+
+* ``code``: for each code path (the package, the Snakefile, ``workflow/``) its **git object id**, computed from the working tree's content:
+  what ``git rev-parse <commit>:<path>`` prints for a commit holding that code.
+  This identifies the git commit(s) of the code (``sabre manifest --find-commits``
+  lists them) without storing ``HEAD`` itself: the commit that will hold a
+  result's ``dvc.lock`` does not exist yet when the result is made, and a stored
+  ``HEAD`` would make two runs of identical code differ, so a rebuild could never
+  match the committed ``dvc.lock``.  ``sabre manifest`` prints ``HEAD`` (and
+  whether the code at ``HEAD`` is exactly this code) into its log instead.
+* ``packages``: versions of Python and of the packages the configured models use.
+* ``params``: SHA-256 of ``params.yaml`` as a file.
+* ``data``: per Parquet split, its SHA-256, row count and columns.
+* ``models``: per model, its backend and model id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import contracts as C
+from .errors import DataError
+from .io_utils import write_json
+
+MANIFEST_PATH = "results/manifest.json"
+SCHEMA_VERSION = 1
+#: Code whose identity the manifest records (relative to the project root).
+CODE_PATHS: tuple[str, ...] = ("src/sabre_prior", "Snakefile", "workflow")
+#: Packages every run uses (the pipeline's core dependencies).
+CORE_PACKAGES: tuple[str, ...] = ("sabre-prior", "datasets", "pyarrow", "pandas", "numpy", "pillow", "matplotlib", "dvc", "snakemake")
+#: Extra packages per model backend.
+BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
+    "openai": ("openai",),
+    "anthropic": ("anthropic",),
+    "gemini": ("google-genai",),
+    "transformers": ("torch", "transformers", "accelerate"),
+    "vllm": ("vllm", "torch", "transformers"),
+}
+_IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+
+
+# ---------------------------------------------------------------------------
+# git object ids, computed from content (no git needed, nothing written)
+# ---------------------------------------------------------------------------
+def git_blob_id(data: bytes) -> str:
+    """The id ``git hash-object`` gives these bytes."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _tracked_files(root: Path, rel: str) -> list[str] | None:
+    """Files git would track under ``rel`` (tracked or not ignored), or None without git."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel],
+            cwd=root,
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p and (root / p).is_file()})
+
+
+def _walk_files(root: Path, rel: str) -> list[str]:
+    base = root / rel
+    if base.is_file():
+        return [rel]
+    files = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if d not in _IGNORED_DIRS and not d.endswith(".egg-info")]
+        for name in filenames:
+            if not name.endswith((".pyc", ".pyo")):
+                files.append((Path(dirpath) / name).relative_to(root).as_posix())
+    return sorted(files)
+
+
+def _mode(path: Path) -> bytes:
+    if path.is_symlink():
+        return b"120000"
+    return b"100755" if os.access(path, os.X_OK) else b"100644"
+
+
+def _content(path: Path) -> bytes:
+    return os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+
+
+def git_tree_id(root: Path, files: Sequence[str], prefix: str) -> str:
+    """The git tree id of ``prefix`` holding ``files`` (paths relative to ``root``)."""
+    entries: dict[str, Any] = {}
+    for rel in files:
+        parts = Path(rel).relative_to(prefix).parts
+        node = entries
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = root / rel
+
+    def tree(node: Mapping[str, Any]) -> bytes:
+        def sort_key(name: str) -> bytes:
+            return name.encode() + (b"/" if isinstance(node[name], dict) else b"")
+
+        body = b""
+        for name in sorted(node, key=sort_key):
+            value = node[name]
+            if isinstance(value, dict):
+                mode, oid = b"40000", tree(value)
+            else:
+                mode, oid = _mode(value), bytes.fromhex(git_blob_id(_content(value)))
+            body += mode + b" " + name.encode() + b"\0" + oid
+        return hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
+
+    return tree(entries).hex()
+
+
+def code_ids(root: Path | str = ".", paths: Iterable[str] = CODE_PATHS) -> dict[str, str]:
+    """``{path: git object id}`` of each code path, from the working tree's content."""
+    root = Path(root)
+    ids: dict[str, str] = {}
+    for rel in paths:
+        target = root / rel
+        if target.is_file():
+            ids[rel] = git_blob_id(_content(target))
+        elif target.is_dir():
+            files = _tracked_files(root, rel)
+            if files is None:
+                files = _walk_files(root, rel)
+            ids[rel] = git_tree_id(root, files, rel)
+    return ids
+
+
+def find_commits(root: Path | str, ids: Mapping[str, str], limit: int = 200) -> list[str]:
+    """Commits (newest first, among the last ``limit``) whose code has exactly these ids."""
+    root = Path(root)
+    try:
+        revs = subprocess.run(
+            ["git", "rev-list", f"--max-count={limit}", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    found = []
+    for rev in revs:
+        ok = True
+        for rel, oid in ids.items():
+            got = subprocess.run(["git", "rev-parse", "-q", "--verify", f"{rev}:{rel}"], cwd=root, capture_output=True, text=True)
+            if got.returncode != 0 or got.stdout.strip() != oid:
+                ok = False
+                break
+        if ok:
+            found.append(rev)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# the other sections
+# ---------------------------------------------------------------------------
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parquet_fingerprint(path: Path) -> dict[str, Any]:
+    """SHA-256, row count and column names of a Parquet split."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise DataError(f"{path}: Parquet split not found (run the fetch step first)")
+    meta = pq.ParquetFile(path).metadata
+    return {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in sorted(set(names)):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def model_entries(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Backend and model id of every configured model (baselines: ``baseline/<strategy>``)."""
+    entries = {}
+    for name, settings in sorted((params.get("models") or {}).items()):
+        backend = str(settings.get("backend"))
+        model_id = settings.get("model_id")
+        if model_id is None and backend == "baseline":
+            model_id = f"baseline/{settings.get('strategy')}"
+        entries[name] = {"backend": backend, "model_id": model_id}
+    return entries
+
+
+def build_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path, root: Path) -> dict[str, Any]:
+    """The manifest as a dict (see the module docstring)."""
+    backends = {str(s.get("backend")) for s in (params.get("models") or {}).values()}
+    packages = list(CORE_PACKAGES) + [p for b in sorted(backends) for p in BACKEND_PACKAGES.get(b, ())]
+    splits = list(params.get("splits") or C.SPLITS)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "code": code_ids(root),
+        "packages": package_versions(packages),
+        "params": {"path": params_path.name, "sha256": sha256_file(params_path)},
+        "dataset": {"source": params["dataset"]["source"], "revision": params["dataset"].get("revision")},
+        "data": {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits},
+        "models": model_entries(params),
+    }
+
+
+def write_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path, output: Path, root: Path = Path(".")) -> dict[str, Any]:
+    manifest = build_manifest(params, params_path, data_dir, root)
+    write_json(output, manifest)
+    return manifest

@@ -1,0 +1,1 @@
+"""Model backends (see base.py for the interface and the registry)."""

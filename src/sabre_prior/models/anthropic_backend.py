@@ -1,0 +1,116 @@
+"""Anthropic Messages API through the official ``anthropic`` SDK.
+
+The SDK's own retries are off (``max_retries=0``): the engine retries, counts
+and journals.  Settings besides the common ones:
+
+* ``thinking_budget``: 0 sends ``thinking: {type: disabled}``, N >= 1024 sends
+  ``{type: enabled, budget_tokens: N}``; unset sends nothing (the API's default);
+* ``reasoning_effort``: sent as ``output_config.effort`` (low ... max).
+
+The installed SDK's ``messages.create`` has no ``temperature`` argument, so by
+default none is sent; a ``temperature`` in the params entry goes in the request
+body.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any, ClassVar, Mapping
+
+from ..errors import ConfigError
+from .base import ApiBackend, CallError, Completion, Query
+from .openai_backend import map_openai_error
+
+for _name in ("anthropic", "httpx", "httpx2", "httpcore"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+class AnthropicBackend(ApiBackend):
+    provider: ClassVar[str] = "anthropic"
+    sdk_module: ClassVar[str] = "anthropic"
+    extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})
+    default_temperature: ClassVar[float | None] = None
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        budget = settings.get("thinking_budget")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
+            raise ConfigError(f"models.{name}.thinking_budget must be 0 (off) or a number of tokens >= 1024")
+        self.thinking_budget: int | None = budget
+        self.reasoning_effort = settings.get("reasoning_effort")
+        self._client: Any = None
+
+    def generation_settings(self) -> dict[str, Any]:
+        out = super().generation_settings()
+        out.update(thinking_budget=self.thinking_budget, reasoning_effort=self.reasoning_effort)
+        return out
+
+    def client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.api_key(),
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout_s + 1.0,
+            )
+        return self._client
+
+    def request(self, query: Query) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` (image first, then the text)."""
+        image = {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": query.image_mime,
+                "data": base64.b64encode(query.image).decode("ascii"),
+            },
+        }
+        kwargs: dict[str, Any] = {
+            "model": self.model_id,
+            "max_tokens": self.max_output_tokens,
+            "messages": [{"role": "user", "content": [image, {"type": "text", "text": query.text}]}],
+        }
+        if self.thinking_budget is not None:
+            kwargs["thinking"] = (
+                {"type": "disabled"}
+                if self.thinking_budget == 0
+                else {"type": "enabled", "budget_tokens": self.thinking_budget}
+            )
+        if self.reasoning_effort is not None:
+            kwargs["output_config"] = {"effort": self.reasoning_effort}
+        body = dict(self.extra_body)
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if body:
+            kwargs["extra_body"] = body
+        return kwargs
+
+    async def acomplete(self, query: Query) -> Completion:
+        client = self.client()
+        try:
+            resp = await client.messages.create(**self.request(query))
+        except Exception as exc:
+            raise map_openai_error(exc) from None
+        return parse_message(resp)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+
+def parse_message(resp: Any) -> Completion:
+    blocks = getattr(resp, "content", None)
+    if not isinstance(blocks, list):
+        raise CallError("malformed response: no content blocks", retryable=True, kind="malformed")
+    text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+    usage = getattr(resp, "usage", None)
+    return Completion(
+        text=text,
+        input_tokens=getattr(usage, "input_tokens", None),
+        output_tokens=getattr(usage, "output_tokens", None),
+        finish_reason=getattr(resp, "stop_reason", None),
+    )

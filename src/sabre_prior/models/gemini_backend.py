@@ -1,0 +1,143 @@
+"""Google Gemini through the official ``google-genai`` SDK.
+
+The endpoint is set with ``HttpOptions(base_url=...)`` (``base_url`` in params);
+the SDK's retries are off (``HttpRetryOptions(attempts=1)``): the engine
+retries, counts and journals.  Settings besides the common ones:
+
+* ``thinking_budget``: ``thinking_config.thinking_budget`` (0 turns thinking off
+  where the model allows it);
+* ``reasoning_effort``: ``thinking_config.thinking_level`` (minimal, low,
+  medium, high).
+
+Thinking tokens are billed as output: they are added to ``output_tokens`` (and
+also kept apart in the journal's ``extra.thoughts_tokens``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, ClassVar, Mapping
+
+from ..errors import ConfigError
+from .base import ApiBackend, CallError, Completion, Query, status_error
+
+for _name in ("google_genai", "google.genai", "httpx", "httpx2", "httpcore", "aiohttp"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+def map_gemini_error(exc: BaseException) -> CallError:
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and hasattr(exc, "details"):
+        message = getattr(exc, "message", None) or str(exc)
+        status = getattr(exc, "status", None)
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        return status_error(code, f"{status + ': ' if status else ''}{message}", headers)
+    if isinstance(exc, asyncio.TimeoutError) or "Timeout" in type(exc).__name__:
+        return CallError(f"request timed out ({type(exc).__name__})", retryable=True, kind="timeout")
+    name = type(exc).__name__
+    if any(s in name for s in ("Connect", "Connection", "Disconnected", "ClientOSError", "ClientPayloadError")):
+        return CallError(f"connection failed ({name}: {exc})", retryable=True, kind="connection")
+    return CallError(f"malformed response ({name}: {exc})", retryable=True, kind="malformed")
+
+
+class GeminiBackend(ApiBackend):
+    provider: ClassVar[str] = "gemini"
+    sdk_module: ClassVar[str] = "google.genai"
+    extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        budget = settings.get("thinking_budget")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < -1):
+            raise ConfigError(f"models.{name}.thinking_budget must be a number of tokens (0: off, -1: dynamic)")
+        self.thinking_budget: int | None = budget
+        effort = settings.get("reasoning_effort")
+        if effort is not None and str(effort).upper() not in ("MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"):
+            raise ConfigError(f"models.{name}.reasoning_effort must be minimal, low, medium, high or xhigh for Gemini")
+        self.reasoning_effort: str | None = None if effort is None else str(effort).upper()
+        self._client: Any = None
+
+    def generation_settings(self) -> dict[str, Any]:
+        out = super().generation_settings()
+        out.update(thinking_budget=self.thinking_budget, reasoning_effort=self.reasoning_effort)
+        return out
+
+    def client(self) -> Any:
+        if self._client is None:
+            from google import genai
+            from google.genai import types
+
+            options: dict[str, Any] = {
+                "timeout": int((self.timeout_s + 1.0) * 1000),  # milliseconds
+                "retry_options": types.HttpRetryOptions(attempts=1),
+            }
+            if self.base_url:
+                options["base_url"] = self.base_url
+            if self.extra_body:
+                options["extra_body"] = self.extra_body
+            self._client = genai.Client(api_key=self.api_key(), http_options=types.HttpOptions(**options))
+        return self._client
+
+    def request(self, query: Query) -> dict[str, Any]:
+        """The keyword arguments of ``aio.models.generate_content`` (image first, then the text)."""
+        from google.genai import types
+
+        config: dict[str, Any] = {"max_output_tokens": self.max_output_tokens, "candidate_count": 1}
+        if self.temperature is not None:
+            config["temperature"] = self.temperature
+        thinking: dict[str, Any] = {}
+        if self.thinking_budget is not None:
+            thinking["thinking_budget"] = self.thinking_budget
+        if self.reasoning_effort is not None:
+            thinking["thinking_level"] = self.reasoning_effort
+        if thinking:
+            config["thinking_config"] = types.ThinkingConfig(**thinking)
+        contents = [
+            types.Content(
+                role="user",
+                parts=[types.Part.from_bytes(data=query.image, mime_type=query.image_mime), types.Part.from_text(text=query.text)],
+            )
+        ]
+        return {"model": self.model_id, "contents": contents, "config": types.GenerateContentConfig(**config)}
+
+    async def acomplete(self, query: Query) -> Completion:
+        client = self.client()
+        try:
+            resp = await client.aio.models.generate_content(**self.request(query))
+        except Exception as exc:
+            raise map_gemini_error(exc) from None
+        return parse_generate_content(resp)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aio.aclose()
+
+
+def parse_generate_content(resp: Any) -> Completion:
+    candidates = getattr(resp, "candidates", None)
+    if not candidates:
+        feedback = getattr(resp, "prompt_feedback", None)
+        reason = getattr(feedback, "block_reason", None)
+        if reason:
+            raise CallError(f"the prompt was blocked ({reason})", retryable=False, kind="bad_request")
+        raise CallError("malformed response: no candidates", retryable=True, kind="malformed")
+    cand = candidates[0]
+    parts = getattr(getattr(cand, "content", None), "parts", None) or []
+    text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
+    usage = getattr(resp, "usage_metadata", None)
+    out = getattr(usage, "candidates_token_count", None)
+    thoughts = getattr(usage, "thoughts_token_count", None)
+    extra: dict[str, Any] = {}
+    if isinstance(thoughts, int) and thoughts:
+        extra["thoughts_tokens"] = thoughts
+        out = (out or 0) + thoughts
+    reason = getattr(cand, "finish_reason", None)
+    return Completion(
+        text=text,
+        input_tokens=getattr(usage, "prompt_token_count", None),
+        output_tokens=out,
+        finish_reason=getattr(reason, "value", reason),
+        extra=extra,
+    )

@@ -1,0 +1,141 @@
+"""OpenAI chat completions through the official ``openai`` SDK.
+
+Also serves every OpenAI-compatible endpoint (xAI, Moonshot, Alibaba's
+compatible mode, a vLLM or SGLang server) through ``base_url``.  The SDK's own
+retries are off (``max_retries=0``): the engine retries, counts and journals.
+
+Settings besides the common ones: ``reasoning_effort`` (sent as is),
+``max_tokens_field`` (``max_completion_tokens``, the default, or ``max_tokens``
+for older compatible servers), ``image_detail`` (``low``/``high``/``auto``).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any, ClassVar, Mapping
+
+from ..errors import ConfigError
+from .base import ApiBackend, CallError, Completion, Query, status_error
+
+for _name in ("openai", "httpx", "httpx2", "httpcore"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+def data_url(query: Query) -> str:
+    return f"data:{query.image_mime};base64,{base64.b64encode(query.image).decode('ascii')}"
+
+
+def map_openai_error(exc: BaseException) -> CallError:
+    """SDK exception -> CallError (shared with the Anthropic backend: same SDK family)."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        response = getattr(exc, "response", None)
+        message = getattr(exc, "message", None) or str(exc)
+        return status_error(status, str(message), getattr(response, "headers", None))
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return CallError(f"request timed out ({name})", retryable=True, kind="timeout")
+    if "Connection" in name:
+        return CallError(f"connection failed ({name}: {exc})", retryable=True, kind="connection")
+    return CallError(f"malformed response ({name}: {exc})", retryable=True, kind="malformed")
+
+
+class OpenAIBackend(ApiBackend):
+    provider: ClassVar[str] = "openai"
+    sdk_module: ClassVar[str] = "openai"
+    extra_settings: ClassVar[frozenset[str]] = frozenset({"reasoning_effort", "max_tokens_field", "image_detail"})
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        self.max_tokens_field = settings.get("max_tokens_field", "max_completion_tokens")
+        if self.max_tokens_field not in ("max_completion_tokens", "max_tokens"):
+            raise ConfigError(f"models.{name}.max_tokens_field must be max_completion_tokens or max_tokens")
+        self.reasoning_effort = settings.get("reasoning_effort")
+        self.image_detail = settings.get("image_detail")
+        if self.image_detail not in (None, "low", "high", "auto"):
+            raise ConfigError(f"models.{name}.image_detail must be low, high or auto")
+        if settings.get("thinking_budget") is not None:
+            raise ConfigError(f"models.{name}: thinking_budget is not an OpenAI setting; use reasoning_effort")
+        self._client: Any = None
+
+    def generation_settings(self) -> dict[str, Any]:
+        out = super().generation_settings()
+        out.update(
+            reasoning_effort=self.reasoning_effort,
+            max_tokens_field=self.max_tokens_field,
+            image_detail=self.image_detail,
+        )
+        return out
+
+    def client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key(),
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout_s + 1.0,
+            )
+        return self._client
+
+    def request(self, query: Query) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` (image first, then the text)."""
+        image: dict[str, Any] = {"url": data_url(query)}
+        if self.image_detail:
+            image["detail"] = self.image_detail
+        kwargs: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": image}, {"type": "text", "text": query.text}],
+                }
+            ],
+            "n": 1,
+            self.max_tokens_field: self.max_output_tokens,
+        }
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = self.reasoning_effort
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
+    async def acomplete(self, query: Query) -> Completion:
+        client = self.client()
+        try:
+            resp = await client.chat.completions.create(**self.request(query))
+        except Exception as exc:
+            raise map_openai_error(exc) from None
+        return parse_chat_completion(resp)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+
+def parse_chat_completion(resp: Any) -> Completion:
+    try:
+        choice = resp.choices[0]
+        content = choice.message.content
+    except (AttributeError, IndexError, TypeError):
+        raise CallError("malformed response: no choices[0].message", retryable=True, kind="malformed") from None
+    if content is not None and not isinstance(content, str):
+        raise CallError("malformed response: message content is not text", retryable=True, kind="malformed")
+    usage = getattr(resp, "usage", None)
+    extra: dict[str, Any] = {}
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None)
+    if isinstance(reasoning, int) and reasoning:
+        extra["reasoning_tokens"] = reasoning
+    return Completion(
+        text=content or "",
+        input_tokens=getattr(usage, "prompt_tokens", None),
+        output_tokens=getattr(usage, "completion_tokens", None),
+        finish_reason=getattr(choice, "finish_reason", None),
+        extra=extra,
+    )

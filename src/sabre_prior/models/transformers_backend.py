@@ -1,0 +1,226 @@
+"""Local vision-language models through Hugging Face ``transformers``.
+
+The model is read by hub id from the local cache (or from a local directory)
+with ``AutoProcessor`` and ``AutoModelForImageTextToText``; each question is one
+conversation (image, then prompt) rendered by the processor's chat template,
+answered greedily (``do_sample=False``, at most ``max_new_tokens`` tokens) in
+left-padded batches of ``batch_size``.
+
+Settings (``models.<name>`` in params.yaml): ``model_id`` (required),
+``revision``, ``dtype`` (auto/bfloat16/float16/float32), ``device``
+(auto/cpu/cuda/cuda:N), ``gpus`` (> 1 spreads the model with
+``device_map="auto"``), ``batch_size`` (default 16), ``max_new_tokens``
+(default 64), ``trust_remote_code``, ``allow_download``, ``system_prompt``,
+``processor_kwargs`` / ``model_kwargs`` (passed to ``from_pretrained``, e.g.
+``{max_pixels: 1003520}`` for Qwen2.5-VL or ``{attn_implementation: sdpa}``),
+``load_format: dummy`` (random weights from the model's config, for
+benchmarks without the weights).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from typing import Any, Mapping, Sequence
+
+from ..errors import BackendError
+from .base import Backend, Completion, Query
+from .local_common import (
+    LocalSettings,
+    ModelSource,
+    batched,
+    check_model_files,
+    decode_image,
+    generated_length,
+    hf_chat_messages,
+    local_cache_identity,
+    missing_model_message,
+    resolve_device,
+    resolve_dtype,
+    resolve_model_source,
+)
+
+log = logging.getLogger(__name__)
+
+
+class TransformersBackend(Backend):
+    kind = "local"
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        self.cfg = LocalSettings.from_settings(name, settings)
+        self.source: ModelSource = resolve_model_source(
+            self.cfg.model_id, self.cfg.revision, allow_download=self.cfg.allow_download
+        )
+        self._model: Any = None
+        self._processor: Any = None
+        self._device: str | None = None
+        self._stop_ids: frozenset[int] = frozenset()
+        self.stats: dict[str, float] = {"questions": 0, "input_tokens": 0, "output_tokens": 0, "seconds": 0.0}
+
+    def cache_identity(self) -> dict[str, Any]:
+        return local_cache_identity(super().cache_identity())
+
+    # -- loading --------------------------------------------------------------------
+    def check_ready(self) -> None:
+        """Packages, device and model files are there; the model itself is loaded at the
+        first batch, so a run answered entirely from the journal never loads it."""
+        try:
+            import torch
+            import transformers  # noqa: F401
+        except ModuleNotFoundError as exc:
+            raise BackendError(
+                f"models.{self.name}: the transformers backend needs {exc.name!r}; pip install -e '.[local]'"
+            ) from exc
+        resolve_device(self.cfg.device, torch.cuda.is_available())
+        check_model_files(self.name, self.source)
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+        cfg, src = self.cfg, self.source
+        device = resolve_device(cfg.device, torch.cuda.is_available())
+        bf16 = device != "cpu" and torch.cuda.is_bf16_supported()
+        dtype_name = resolve_dtype(cfg.dtype, device, bf16)
+        common: dict[str, Any] = {
+            "revision": src.revision,
+            "local_files_only": src.local_files_only,
+            "trust_remote_code": cfg.trust_remote_code,
+        }
+        try:
+            processor = AutoProcessor.from_pretrained(src.path_or_id, **common, **cfg.processor_kwargs)
+            model_kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype_name), **cfg.model_kwargs}
+            if cfg.load_format == "dummy":
+                config = AutoConfig.from_pretrained(src.path_or_id, **common)
+                torch.manual_seed(cfg.seed)
+                model = AutoModelForImageTextToText.from_config(
+                    config, dtype=model_kwargs.pop("dtype"), trust_remote_code=cfg.trust_remote_code
+                )
+            else:
+                if device != "cpu" and cfg.gpus > 1:
+                    model_kwargs.setdefault("device_map", "auto")
+                model = AutoModelForImageTextToText.from_pretrained(src.path_or_id, **common, **model_kwargs)
+        except OSError as exc:
+            raise BackendError(missing_model_message(self.name, src, exc)) from exc
+        except ValueError as exc:
+            raise BackendError(
+                f"models.{self.name}: {src.path_or_id} cannot be loaded as an image-text-to-text model "
+                f"({str(exc).splitlines()[0]})"
+            ) from exc
+        if getattr(model, "hf_device_map", None) is None:
+            model = model.to(device)
+        model.eval()
+        tokenizer = getattr(processor, "tokenizer", None)
+        if tokenizer is None:
+            raise BackendError(f"models.{self.name}: the processor of {src.path_or_id} has no tokenizer")
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not (getattr(processor, "chat_template", None) or getattr(tokenizer, "chat_template", None)):
+            raise BackendError(f"models.{self.name}: {src.path_or_id} has no chat template")
+        self._stop_ids = frozenset(_stop_token_ids(model, tokenizer))
+        self._model, self._processor, self._device = model, processor, device
+        log.info("%s: loaded %s on %s (%s)", self.name, src.path_or_id, device, dtype_name)
+
+    # -- generation -----------------------------------------------------------------
+    def _encode(self, queries: Sequence[Query]) -> Any:
+        conversations = [hf_chat_messages(q, decode_image(q.image, q.id), self.cfg.system_prompt) for q in queries]
+        kwargs: dict[str, Any] = {
+            "add_generation_prompt": True,
+            "tokenize": True,
+            "return_dict": True,
+            "return_tensors": "pt",
+        }
+        if "processor_kwargs" in inspect.signature(self._processor.apply_chat_template).parameters:
+            kwargs["processor_kwargs"] = {"padding": True}
+        else:  # transformers 4.x
+            kwargs["padding"] = True
+        return self._processor.apply_chat_template(conversations, **kwargs)
+
+    def complete_batch(self, queries: Sequence[Query]) -> list[Completion]:
+        self._load()
+        out: list[Completion] = []
+        for chunk in batched(queries, self.cfg.batch_size):
+            out.extend(self._generate(chunk))
+        return out
+
+    def _generate(self, queries: Sequence[Query]) -> list[Completion]:
+        import torch
+
+        start = time.perf_counter()
+        inputs = self._encode(queries).to(self._model.device)
+        floating = {k: v.to(self._model.dtype) for k, v in inputs.items() if torch.is_floating_point(v)}
+        inputs.update(floating)
+        prompt_len = int(inputs["input_ids"].shape[1])
+        with torch.inference_mode():
+            sequences = self._model.generate(
+                **inputs,
+                do_sample=False,
+                max_new_tokens=self.cfg.max_new_tokens,
+                pad_token_id=self._processor.tokenizer.pad_token_id,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+            )
+        generated = sequences[:, prompt_len:].tolist()
+        seconds = time.perf_counter() - start
+        input_counts = inputs["attention_mask"].sum(dim=1).tolist()
+        completions: list[Completion] = []
+        for ids, n_in in zip(generated, input_counts):
+            n_out, finish = generated_length(ids, self._stop_ids)
+            text = self._processor.tokenizer.decode(ids[:n_out], skip_special_tokens=True).strip()
+            completions.append(
+                Completion(
+                    text=text,
+                    input_tokens=int(n_in),
+                    output_tokens=n_out,
+                    finish_reason=finish,
+                    extra={"batch_size": len(queries), "batch_seconds": round(seconds, 4)},
+                )
+            )
+        self._account(completions, seconds)
+        return completions
+
+    def _account(self, completions: Sequence[Completion], seconds: float) -> None:
+        self.stats["questions"] += len(completions)
+        self.stats["input_tokens"] += sum(c.input_tokens or 0 for c in completions)
+        self.stats["output_tokens"] += sum(c.output_tokens or 0 for c in completions)
+        self.stats["seconds"] += seconds
+
+    def throughput(self) -> dict[str, float]:
+        """Questions and generated tokens per second of generation so far."""
+        secs = self.stats["seconds"] or float("nan")
+        return {
+            "questions_per_s": self.stats["questions"] / secs,
+            "output_tokens_per_s": self.stats["output_tokens"] / secs,
+        }
+
+    def close(self) -> None:
+        if self._model is None:
+            return
+        self._model = None
+        self._processor = None
+        try:
+            import gc
+
+            import torch
+
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ModuleNotFoundError:  # pragma: no cover
+            pass
+
+
+def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Token ids that end an answer: the generation config's eos ids and the tokenizer's."""
+    ids: set[int] = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if value is None:
+            continue
+        ids.update(int(v) for v in (value if isinstance(value, (list, tuple)) else [value]))
+    return ids

@@ -1,0 +1,90 @@
+"""Shared figure style and byte-deterministic saving (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; must precede pyplot
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from .io_utils import atomic_writer
+
+__all__ = ["DPI", "HATCHES", "PALETTE", "RC", "plt", "save_figure", "series_style", "style"]
+
+#: Okabe-Ito colours (colour-blind safe), black left out so error bars stay visible.
+PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#999999",  # grey
+)
+#: After the palette is used up, the colours repeat with these hatches.
+HATCHES: tuple[str, ...] = ("", "///", "...", "xxx")
+
+DPI = 150
+FONT = "DejaVu Sans"  # ships with matplotlib: the same glyphs everywhere
+
+RC: dict[str, Any] = {
+    "font.family": "sans-serif",
+    "font.sans-serif": [FONT],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.fontsize": 8,
+    "hatch.linewidth": 0.6,
+    "savefig.dpi": DPI,
+    "figure.dpi": DPI,
+    "svg.hashsalt": "sabre-prior",
+    "pdf.fonttype": 42,  # embed TrueType: selectable, editable text
+    "path.simplify": False,
+}
+
+PNG_METADATA: dict[str, Any] = {"Software": None}
+PDF_METADATA: dict[str, Any] = {"Creator": "sabre-prior", "Producer": None, "CreationDate": None, "ModDate": None}
+
+
+# The PDF backend subsets fonts with fontTools, which logs every table at INFO.
+logging.getLogger("fontTools").setLevel(logging.WARNING)
+
+
+def series_style(index: int) -> tuple[str, str]:
+    """Colour and hatch of the ``index``-th model: distinct for up to 32 models."""
+    color = PALETTE[index % len(PALETTE)]
+    hatch = HATCHES[(index // len(PALETTE)) % len(HATCHES)]
+    return color, hatch
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """The project's rc settings, restored afterwards."""
+    rc: Any = RC  # matplotlib types rc keys as literals
+    with plt.rc_context(rc):
+        yield
+
+
+def save_figure(fig: Figure, outdir: Path, stem: str) -> list[Path]:
+    """Write ``<stem>.png`` and ``<stem>.pdf`` atomically, with no timestamps or versions; close ``fig``."""
+    paths: list[Path] = []
+    try:
+        for ext, metadata in (("png", PNG_METADATA), ("pdf", PDF_METADATA)):
+            path = Path(outdir) / f"{stem}.{ext}"
+            with atomic_writer(path, "wb") as fh:
+                fig.savefig(fh, format=ext, dpi=DPI, metadata=metadata)
+            paths.append(path)
+    finally:
+        plt.close(fig)
+    return paths

@@ -1,0 +1,207 @@
+"use strict";
+(function () {
+  const D = JSON.parse(document.getElementById("sabre-data").textContent);
+  const CLASSES = ["all_correct", "prior_following", "always_yes", "always_no", "other"];
+  const CLASS_LABELS = { all_correct: "All correct", prior_following: "Prior-following", always_yes: "Always yes", always_no: "Always no", other: "Other" };
+  const COLS = { pred: 0, norm: 1, answer: 2, normAnswer: 3, parsed: 4, missing: 5, correct: 6 };
+  const $ = (id) => document.getElementById(id);
+
+  // Build an element; children are nodes or strings (always inserted as text, never as HTML).
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") node.className = v; else node.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined) continue;
+      node.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    }
+    return node;
+  }
+  const pct = (x, d = 1) => (x === null || x === undefined || x === "" ? "-" : (100 * Number(x)).toFixed(d));
+  const nameOf = (key) => (D.models.find((m) => m.key === key) || { name: key }).name;
+  const level = Math.round(D.confidence * 1000) / 10 + "%";
+
+  function table(target, header, rows, numeric, empty) {
+    const t = $(target);
+    t.replaceChildren();
+    if (!rows.length) { t.appendChild(el("tbody", {}, el("tr", {}, el("td", { class: "empty" }, empty || "nothing to show")))); return; }
+    t.appendChild(el("thead", {}, el("tr", {}, header.map((h) => el("th", {}, h)))));
+    t.appendChild(el("tbody", {}, rows.map((r) => el("tr", r.attrs || {}, r.cells.map((c, i) =>
+      c instanceof Node ? el("td", { class: numeric[i] ? "num" : "" }, c) : el("td", { class: (numeric[i] ? "num" : "") + (r.best && r.best[i] ? " best" : "") }, String(c)))))));
+  }
+
+  // ---------------------------------------------------------------- overview
+  function overview() {
+    $("overview-intro").textContent = `Data source: ${D.source}. ${D.models.length} model(s), splits: ${D.splits.join(", ")}. ` +
+      `Intervals: ${level} percentile bootstrap, ${D.resamples} resamples (seed ${D.seed}); pairs are resampled for the paired splits, questions otherwise, each split independently for the macro average.`;
+    const cols = [...D.splits, "macro"];
+    const best = {};
+    for (const c of cols) best[c] = Math.max(...D.models.map((m) => D.intervals[m.key][c].estimate));
+    const rows = D.models.map((m) => {
+      const iv = D.intervals[m.key];
+      const link = el("a", { href: "#questions", "data-model": m.key, class: "model-link" }, m.name);
+      const cells = [link, ...cols.map((c) => {
+        const e = iv[c], d = c === "macro" ? 1 : 0;
+        return el("span", {}, pct(e.estimate, d), " ", el("span", { class: "ci" }, `[${pct(e.low, d)}, ${pct(e.high, d)}]`));
+      })];
+      const tr = { cells, attrs: { "data-model": m.key } };
+      return tr;
+    });
+    table("main-table", ["Model", ...cols.map((c) => c === "macro" ? "Macro avg." : c[0].toUpperCase() + c.slice(1))], rows, [false, ...cols.map(() => true)]);
+    // bold the best estimate per column
+    $("main-table").querySelectorAll("tbody tr").forEach((tr, i) => {
+      cols.forEach((c, j) => { if (D.intervals[D.models[i].key][c].estimate === best[c]) tr.children[j + 1].classList.add("best"); });
+    });
+    $("main-note").textContent = `Accuracy in percent with its ${level} interval in brackets; best per column in bold. Context/texture: strict four-probe pair accuracy.`;
+    $("main-table").querySelectorAll("a.model-link").forEach((a) => a.addEventListener("click", () => { $("q-model").value = a.dataset.model; }));
+
+    const figs = $("figures");
+    figs.replaceChildren(...D.figures.map((f) => el("figure", {}, el("img", { src: f.src, alt: f.name }), el("figcaption", {}, f.name))));
+
+    const pairRows = [], attrRows = [], langRows = [], parseRows = [];
+    for (const m of D.models) {
+      const dg = D.diagnostics[m.key] || {};
+      for (const s of D.splits) {
+        const e = dg[s];
+        if (!e) continue;
+        const p = e.parsing;
+        parseRows.push({ cells: [m.name, s, p.questions, p.missing, p.parse_failures, p.wrong_parsed, p.correct] });
+        if (e.pair_class_counts) {
+          pairRows.push({ cells: [m.name, s, e.pairs, ...CLASSES.map((c) => pct(e.pair_class_counts[c] / e.pairs)), pct(e.yes_rate), pct(e.no_rate)] });
+        }
+        if (e.attribute) {
+          const a = e.attribute;
+          attrRows.push({ cells: [m.name, a.n, pct(a.exact), pct(a.within_one), a.mae === null ? "-" : a.mae.toFixed(2),
+            a.signed_error === null ? "-" : (a.signed_error >= 0 ? "+" : "") + a.signed_error.toFixed(2), `${pct(a.canonical_share)} (n=${a.n_canonical_known})`] });
+        }
+        if (e.language) {
+          const l = e.language;
+          langRows.push({ cells: [m.name, l.n, `${pct(l.suggested_share)} (n=${l.n_suggested_known})`, `${pct(l.unknown_share)} (n=${l.n_unknown_known})`] });
+        }
+      }
+    }
+    table("pairs-table", ["Model", "Split", "Pairs", ...CLASSES.map((c) => CLASS_LABELS[c] + " %"), "Yes-rate %", "No-rate %"], pairRows, [false, false, true, true, true, true, true, true, true, true]);
+    table("attribute-table", ["Model (attribute)", "n", "Exact %", "Within one %", "MAE", "Signed error", "= canonical count %"], attrRows, [false, true, true, true, true, true, true]);
+    table("language-table", ["Model (language)", "n", "Chose suggested option %", "Chose unknown option %"], langRows, [false, true, true, true]);
+    table("parse-table", ["Model", "Split", "Questions", "Missing", "Parse failures", "Wrong (parsed)", "Correct"], parseRows, [false, false, true, true, true, true, true]);
+
+    $("comparison-note").textContent = `A - B in percentage points with a ${level} paired-bootstrap interval; p: exact McNemar per split, paired bootstrap for the macro; Holm-adjusted over the table. Rows with adjusted p < 0.05 are shaded.`;
+    table("comparison-table", ["A", "B", "Split", "n", "A %", "B %", "A - B", "Interval", "A-only", "B-only", "p", "p (Holm)"],
+      D.comparison.map((r) => ({
+        attrs: Number(r.p_holm) < 0.05 ? { class: "sig" } : {},
+        cells: [nameOf(r.model_a), nameOf(r.model_b), r.split, r.n, r.accuracy_a, r.accuracy_b, (Number(r.difference) >= 0 ? "+" : "") + r.difference,
+          `[${r.low}, ${r.high}]`, r.a_only || "-", r.b_only || "-", fmtP(r.p_value), fmtP(r.p_holm)],
+      })), [false, false, false, true, true, true, true, true, true, true, true, true], "Fewer than two models: nothing to compare.");
+    table("paper-table", ["Model", "Paper model", "Metric", "Reported", "Reproduced", "Interval", "Difference", "Inside"],
+      D.paper.map((r) => ({ cells: [nameOf(r.model), r.paper_name, r.metric, r.reported, r.reproduced, `[${r.low}, ${r.high}]`, r.difference, r.inside === "true" ? "yes" : "no"] })),
+      [false, false, false, true, true, true, true, false], "No configured model has a paper_name (params.yaml): nothing to compare.");
+  }
+  function fmtP(p) { const x = Number(p); return x < 0.001 ? "<0.001" : x.toPrecision(3).replace(/\.?0+$/, ""); }
+
+  // ---------------------------------------------------------------- questions
+  function fillSelect(sel, items, value) {
+    sel.replaceChildren(...items.map(([v, label]) => el("option", { value: v }, label)));
+    if (value !== undefined && items.some(([v]) => v === value)) sel.value = value;
+  }
+  function thumb(key, alt) { return key ? el("img", { src: D.images[key], alt: alt, loading: "lazy" }) : el("span", { class: "empty" }, "no image"); }
+  function verdict(res) {
+    const v = el("span", { class: "verdict " + (res[COLS.correct] ? "correct" : "wrong") }, res[COLS.correct] ? "correct" : "wrong");
+    const tags = [];
+    if (res[COLS.missing]) tags.push(el("span", { class: "tag" }, "missing"));
+    else if (!res[COLS.parsed]) tags.push(el("span", { class: "tag" }, "parse failure"));
+    return el("span", {}, v, tags);
+  }
+
+  function renderQuestions() {
+    const model = $("q-model").value, split = $("q-split").value;
+    const probes = D.probes[split] || [];
+    const probeSel = $("filter-probe");
+    const prevProbe = probeSel.value;
+    fillSelect(probeSel, [["all", "all"], ...probes.map(([p]) => [p, p])], prevProbe);
+    probeSel.disabled = !probes.length;
+    const verdictF = $("filter-verdict").value, probeF = probeSel.value, parseF = $("filter-parse").checked;
+    const text = $("filter-text").value.trim().toLowerCase();
+    const qs = D.questions[split], res = D.results[model][split];
+    const rows = [];
+    qs.forEach((q, i) => {
+      const r = res[i];
+      if (verdictF === "wrong" && r[COLS.correct]) return;
+      if (verdictF === "correct" && !r[COLS.correct]) return;
+      if (probeF !== "all" && q.probe !== probeF) return;
+      if (parseF && (r[COLS.parsed] || r[COLS.missing])) return;
+      if (text && ![q.id, q.q, String(r[COLS.pred] ?? ""), String(r[COLS.norm])].some((s) => s.toLowerCase().includes(text))) return;
+      const opts = q.options.length ? el("ol", { class: "opts", type: "A" }, q.options.map(([k, v]) => el("li", {}, `${v}`))) : null;
+      rows.push(el("tr", { "data-id": q.id, "data-correct": String(r[COLS.correct]), "data-probe": q.probe || "", "data-parsed": String(r[COLS.parsed]) },
+        el("td", { class: "thumb" }, thumb(q.img, q.id)),
+        el("td", { class: "text" }, el("span", { class: "qid" }, q.id + (q.probe ? ` · ${q.probe}` : "")), q.q, opts),
+        el("td", { class: "resp" }, r[COLS.missing] ? el("span", { class: "empty" }, "(no prediction)") : String(r[COLS.pred] ?? "")),
+        el("td", { class: "resp" }, String(r[COLS.norm])),
+        el("td", { class: "resp" }, String(r[COLS.normAnswer])),
+        el("td", {}, verdict(r))));
+    });
+    $("q-rows").replaceChildren(...rows);
+    $("q-count").textContent = `${rows.length} of ${qs.length} questions`;
+  }
+
+  // ---------------------------------------------------------------- pairs
+  function renderPairs() {
+    const model = $("p-model").value, split = $("p-split").value;
+    const list = $("pair-list");
+    if (!split) { list.replaceChildren(el("p", { class: "empty" }, "No paired split configured.")); $("p-count").textContent = ""; return; }
+    const classF = $("p-class").value, failedF = $("p-failed").checked;
+    const qs = D.questions[split], res = D.results[model][split];
+    const classes = (D.pair_class[model] || {})[split] || {};
+    const pairs = new Map();
+    qs.forEach((q, i) => { if (!pairs.has(q.pair)) pairs.set(q.pair, {}); pairs.get(q.pair)[q.probe] = i; });
+    const cards = [];
+    for (const pid of [...pairs.keys()].sort()) {
+      const idx = pairs.get(pid);
+      const ok = D.probes[split].every(([p]) => res[idx[p]][COLS.correct]);
+      const cls = classes[pid] || "other";
+      if (failedF && ok) continue;
+      if (classF !== "all" && cls !== classF) continue;
+      const imgOf = (role) => { const p = D.probes[split].find(([, r]) => r === role)[0]; return qs[idx[p]].img; };
+      const probeRows = D.probes[split].map(([p, , expected]) => {
+        const q = qs[idx[p]], r = res[idx[p]];
+        return el("tr", { "data-probe": p }, el("td", {}, p), el("td", {}, q.q),
+          el("td", { class: "resp" }, r[COLS.missing] ? "(no prediction)" : String(r[COLS.pred] ?? "")),
+          el("td", {}, String(r[COLS.norm])), el("td", {}, expected), el("td", {}, verdict(r)));
+      });
+      cards.push(el("div", { class: "pair", "data-pair": pid, "data-class": cls },
+        el("h3", {}, pid, el("span", { class: "badge " + cls }, CLASS_LABELS[cls]), el("span", { class: "verdict " + (ok ? "correct" : "wrong") }, ok ? "pair correct" : "pair wrong")),
+        el("div", { class: "body" },
+          el("div", { class: "images" },
+            el("figure", {}, thumb(imgOf("base"), pid + " base"), el("figcaption", {}, "Base image")),
+            el("figure", {}, thumb(imgOf("edited"), pid + " edited"), el("figcaption", {}, "Edited image"))),
+          el("table", { class: "grid probes" }, el("thead", {}, el("tr", {}, ["Probe", "Question", "Raw response", "Normalized", "Expected", "Verdict"].map((h) => el("th", {}, h)))),
+            el("tbody", {}, probeRows)))));
+    }
+    list.replaceChildren(...(cards.length ? cards : [el("p", { class: "empty" }, "No pair matches the filters.")]));
+    $("p-count").textContent = `${cards.length} of ${pairs.size} pairs`;
+  }
+
+  // ---------------------------------------------------------------- wiring
+  function show(view) {
+    for (const v of ["overview", "questions", "pairs"]) $("view-" + v).hidden = v !== view;
+    document.querySelectorAll("#tabs a").forEach((a) => a.classList.toggle("active", a.dataset.view === view));
+    if (view === "questions") renderQuestions();
+    if (view === "pairs") renderPairs();
+  }
+  function route() { const v = (location.hash || "#overview").slice(1); show(["overview", "questions", "pairs"].includes(v) ? v : "overview"); }
+
+  const modelItems = D.models.map((m) => [m.key, m.name]);
+  fillSelect($("q-model"), modelItems);
+  fillSelect($("q-split"), D.splits.map((s) => [s, s]));
+  fillSelect($("p-model"), modelItems);
+  fillSelect($("p-split"), D.paired.map((s) => [s, s]));
+  fillSelect($("p-class"), [["all", "all"], ...CLASSES.map((c) => [c, CLASS_LABELS[c]])]);
+  for (const id of ["q-model", "q-split", "filter-verdict", "filter-probe", "filter-parse"]) $(id).addEventListener("change", renderQuestions);
+  $("filter-text").addEventListener("input", renderQuestions);
+  for (const id of ["p-model", "p-split", "p-class", "p-failed"]) $(id).addEventListener("change", renderPairs);
+  window.addEventListener("hashchange", route);
+  overview();
+  route();
+  document.body.dataset.ready = "true";
+})();

@@ -1,0 +1,438 @@
+"""The paper's main table (Markdown, CSV, LaTeX) from the per-model metrics files.
+
+Layout: one row per model in ``params.yaml`` order; columns Context, Texture,
+Attribute, Language, Macro avg.; accuracy in percent with one decimal.  When
+bootstrap intervals (``results/intervals/<model>.json``) are given, the
+Markdown and LaTeX cells read ``40.0 [31.0, 50.0]`` and an extra long-format
+``main_results_ci.csv`` is written; the main CSV never changes shape.
+
+Number formatting lives in :func:`percent` / :func:`format_percent` only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+from . import contracts as C
+from .config import display_name
+from .errors import SabreError
+from .io_utils import write_text
+
+#: The four split columns of the main table, in the paper's order.
+TABLE_SPLITS: tuple[str, ...] = tuple(C.MAIN_TABLE_COLUMNS[1:5])
+#: Column key of the macro average (CSV header and intervals file).
+MACRO: str = C.MAIN_TABLE_COLUMNS[5]
+#: Human-readable column titles (md/tex headers, figure labels).
+COLUMN_TITLES: dict[str, str] = {
+    "context": "Context",
+    "texture": "Texture",
+    "attribute": "Attribute",
+    "language": "Language",
+    MACRO: "Macro avg.",
+}
+
+MAIN_STEM = "main_results"
+CI_CSV_NAME = "main_results_ci.csv"
+CI_CSV_COLUMNS: tuple[str, ...] = ("model", "split", "estimate", "low", "high")
+
+#: Float noise tolerated on a fraction before rounding (see :func:`percent`).
+_NOISE_QUANTUM = Decimal("1e-9")
+_PERCENT_QUANTUM = Decimal("0.1")
+#: How far an interval's estimate may differ from the metrics accuracy.
+_ESTIMATE_TOLERANCE = 1e-6
+
+
+class ResultsFileError(SabreError):
+    """A metrics or intervals file is missing or malformed (names file and field)."""
+
+
+# ---------------------------------------------------------------------------
+# Number formatting (pure)
+# ---------------------------------------------------------------------------
+def percent(fraction: float) -> Decimal:
+    """A fraction (0-1) as a percent with one decimal, rounded half away from zero.
+
+    Half away from zero (not Python's banker's ``round``) is what the paper
+    uses: (10+40+17+58)/4 = 31.25 is reported as 31.3.  Binary float noise is
+    removed first by rounding the fraction to 9 decimals, so 0.1225 (stored as
+    0.12249999999999999...) gives 12.3 and a macro of 0.31249999999999994
+    gives 31.3.  Ratios of counts below a million are never closer than 1e-9
+    to a rounding tie unless they are exactly on it, so this never changes an
+    honest result.
+    """
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction):
+        raise ValueError(f"not a finite number: {fraction!r}")
+    exact = Decimal(fraction).quantize(_NOISE_QUANTUM, rounding=ROUND_HALF_EVEN)
+    value = (exact * 100).quantize(_PERCENT_QUANTUM, rounding=ROUND_HALF_UP)
+    return value if value != 0 else Decimal("0.0")  # no "-0.0"
+
+
+def format_percent(fraction: float) -> str:
+    """``percent`` as text: 1/3 -> ``33.3``, 0.4 -> ``40.0``, 0.00125 -> ``0.1``."""
+    return str(percent(fraction))
+
+
+def format_interval(estimate: float, low: float, high: float) -> str:
+    """``40.0 [31.0, 50.0]``."""
+    return f"{format_percent(estimate)} [{format_percent(low)}, {format_percent(high)}]"
+
+
+# ---------------------------------------------------------------------------
+# Escaping (pure)
+# ---------------------------------------------------------------------------
+_LATEX_SPECIALS: dict[str, str] = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "[": "{[}",  # a row may not start with "[" after "\\"
+    "]": "{]}",
+}
+_MARKDOWN_SPECIALS = frozenset("\\`*_|[]<>")
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters in one pass."""
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def markdown_escape(text: str) -> str:
+    """Backslash-escape characters that would break a Markdown table cell or format it."""
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIALS else ch for ch in text)
+
+
+# ---------------------------------------------------------------------------
+# Reading the results
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval; all fractions 0-1."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class IntervalSettings:
+    """How a model's intervals were computed."""
+
+    confidence: float
+    resamples: int | None
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class ModelResults:
+    """One model's numbers, as the tables and figures use them (fractions 0-1)."""
+
+    key: str
+    name: str
+    #: split -> strict accuracy, for the configured splits only
+    accuracy: dict[str, float]
+    macro: float
+    #: paired split -> total (pairs or questions, from the metrics file)
+    totals: dict[str, int] = field(default_factory=dict)
+    #: paired split -> probe -> accuracy
+    probe_accuracy: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: paired split -> question-level accuracy
+    question_accuracy: dict[str, float] = field(default_factory=dict)
+    #: split or ``"macro"`` -> interval; None when no intervals were given
+    intervals: dict[str, Interval] | None = None
+    interval_settings: IntervalSettings | None = None
+
+    def value(self, column: str) -> float | None:
+        """Accuracy of a table column (a split or ``"macro"``); None if not configured."""
+        return self.macro if column == MACRO else self.accuracy.get(column)
+
+    def interval(self, column: str) -> Interval | None:
+        return None if self.intervals is None else self.intervals.get(column)
+
+
+def configured_splits(params: Mapping[str, Any]) -> list[str]:
+    """The configured splits in the table's canonical order."""
+    wanted = set(params.get("splits") or C.SPLITS)
+    return [s for s in TABLE_SPLITS if s in wanted]
+
+
+def _read_json(path: Path, what: str, model: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise ResultsFileError(
+            f"{path}: {what} file for model '{model}' not found "
+            f"(configured in params.yaml; produce it first, e.g. with `snakemake`)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{path}: top level must be a JSON object")
+    return data
+
+
+def _fraction(path: Path, where: str, value: Any) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not 0.0 <= value <= 1.0:
+        raise ResultsFileError(f"{path}: {where} must be a fraction between 0 and 1, got {value!r}")
+    return float(value)
+
+
+def _mapping(path: Path, where: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ResultsFileError(f"{path}: {where} must be a JSON object, got {value!r}")
+    return value
+
+
+def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], key: str, name: str) -> ModelResults:
+    accuracy: dict[str, float] = {}
+    totals: dict[str, int] = {}
+    probes: dict[str, dict[str, float]] = {}
+    questions: dict[str, float] = {}
+    for split in splits:
+        if split not in data:
+            raise ResultsFileError(f"{path}: split '{split}' is configured in params.yaml but missing here")
+        block = _mapping(path, split, data[split])
+        if C.M_ACCURACY not in block:
+            raise ResultsFileError(f"{path}: {split}.{C.M_ACCURACY} is missing")
+        accuracy[split] = _fraction(path, f"{split}.{C.M_ACCURACY}", block[C.M_ACCURACY])
+        total = block.get(C.M_TOTAL)
+        if isinstance(total, int) and not isinstance(total, bool):
+            totals[split] = total
+        if split in C.PAIRED_SPLITS:
+            if C.M_PROBE_ACCURACY in block:
+                raw = _mapping(path, f"{split}.{C.M_PROBE_ACCURACY}", block[C.M_PROBE_ACCURACY])
+                probes[split] = {
+                    str(p): _fraction(path, f"{split}.{C.M_PROBE_ACCURACY}.{p}", v) for p, v in raw.items()
+                }
+            if C.M_QUESTION_ACCURACY in block:
+                questions[split] = _fraction(path, f"{split}.{C.M_QUESTION_ACCURACY}", block[C.M_QUESTION_ACCURACY])
+    if C.M_MACRO not in data:
+        raise ResultsFileError(f"{path}: {C.M_MACRO} is missing")
+    macro = _fraction(path, C.M_MACRO, data[C.M_MACRO])
+    return ModelResults(key, name, accuracy, macro, totals, probes, questions)
+
+
+def _parse_intervals(
+    path: Path, data: Mapping[str, Any], result: ModelResults, columns: Sequence[str]
+) -> tuple[dict[str, Interval], IntervalSettings]:
+    intervals: dict[str, Interval] = {}
+    for column in columns:
+        json_key = C.I_MACRO if column == MACRO else column
+        if json_key not in data:
+            raise ResultsFileError(f"{path}: interval for '{json_key}' is missing")
+        block = _mapping(path, json_key, data[json_key])
+        values: dict[str, float] = {}
+        for part in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH):
+            if part not in block:
+                raise ResultsFileError(f"{path}: {json_key}.{part} is missing")
+            values[part] = _fraction(path, f"{json_key}.{part}", block[part])
+        iv = Interval(values[C.I_ESTIMATE], values[C.I_LOW], values[C.I_HIGH])
+        if not iv.low - _ESTIMATE_TOLERANCE <= iv.estimate <= iv.high + _ESTIMATE_TOLERANCE:
+            raise ResultsFileError(f"{path}: {json_key}: need low <= estimate <= high, got {iv}")
+        expected = result.value(column)
+        if expected is not None and abs(iv.estimate - expected) > _ESTIMATE_TOLERANCE:
+            raise ResultsFileError(
+                f"{path}: {json_key}.estimate = {iv.estimate!r} but the metrics file says {expected!r}; "
+                f"the intervals are stale, recompute them"
+            )
+        intervals[column] = iv
+    conf = data.get(C.I_CONFIDENCE)
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 < conf < 1.0:
+        raise ResultsFileError(f"{path}: {C.I_CONFIDENCE} must be a number between 0 and 1, got {conf!r}")
+    resamples = data.get(C.I_RESAMPLES)
+    seed = data.get(C.I_SEED)
+    settings = IntervalSettings(
+        float(conf),
+        resamples if isinstance(resamples, int) and not isinstance(resamples, bool) else None,
+        seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+    return intervals, settings
+
+
+def load_results(params: Mapping[str, Any], metrics_dir: Path, intervals_dir: Path | None = None) -> list[ModelResults]:
+    """Read every configured model's metrics (and intervals, when a directory is given)."""
+    models = list((params.get("models") or {}).keys())
+    if not models:
+        raise ResultsFileError("params.yaml: no models configured")
+    splits = configured_splits(params)
+    columns = [*splits, MACRO]
+    results: list[ModelResults] = []
+    for key in models:
+        path = Path(metrics_dir) / f"{key}.json"
+        result = _parse_metrics(path, _read_json(path, "metrics", key), splits, key, display_name(params, key))
+        if intervals_dir is not None:
+            ipath = Path(intervals_dir) / f"{key}.json"
+            intervals, settings = _parse_intervals(ipath, _read_json(ipath, "intervals", key), result, columns)
+            result = ModelResults(
+                result.key,
+                result.name,
+                result.accuracy,
+                result.macro,
+                result.totals,
+                result.probe_accuracy,
+                result.question_accuracy,
+                intervals,
+                settings,
+            )
+        results.append(result)
+    return results
+
+
+# ---------------------------------------------------------------------------
+# Rendering (pure)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: ``value`` (rounded percent) decides bold; ``text`` is shown."""
+
+    value: Decimal | None
+    text: str  # the point estimate, e.g. "40.0"; "" when not configured
+    interval: str  # " [31.0, 50.0]" or ""
+    bold: bool = False
+
+
+def build_cells(results: Sequence[ModelResults]) -> list[list[Cell]]:
+    """Rows of cells (columns: the four splits, then macro), best rounded value per column bold."""
+    columns = [*TABLE_SPLITS, MACRO]
+    rows: list[list[Cell]] = []
+    for r in results:
+        row: list[Cell] = []
+        for column in columns:
+            value = r.value(column)
+            iv = r.interval(column)
+            suffix = f" [{format_percent(iv.low)}, {format_percent(iv.high)}]" if iv is not None else ""
+            if value is None:
+                row.append(Cell(None, "", ""))
+            else:
+                row.append(Cell(percent(value), format_percent(value), suffix))
+        rows.append(row)
+    for j in range(len(columns)):
+        present: list[Decimal] = [v for row in rows if (v := row[j].value) is not None]
+        if not present:
+            continue
+        best = max(present)
+        for row in rows:
+            if row[j].value == best:
+                row[j] = Cell(row[j].value, row[j].text, row[j].interval, bold=True)
+    return rows
+
+
+def _caption(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
+    source = str((params.get("dataset") or {}).get("source", "unknown"))
+    text = (
+        f"Accuracy in percent on SABRE-Prior (data: {source}). Context and texture: strict four-probe "
+        "pair accuracy; attribute: exact count; language: exact option; macro avg.: unweighted mean "
+        "of the four. Best value per column in bold."
+    )
+    settings = sorted(
+        {r.interval_settings for r in results if r.interval_settings is not None},
+        key=lambda s: (s.confidence, s.resamples or 0, s.seed or 0),
+    )
+    for s in settings:
+        extra = ", ".join(
+            part
+            for part in (
+                f"{s.resamples} resamples" if s.resamples is not None else "",
+                f"seed {s.seed}" if s.seed is not None else "",
+            )
+            if part
+        )
+        level = format(Decimal(str(s.confidence)) * 100, "f").rstrip("0").rstrip(".")
+        text += f" Brackets: {level}% bootstrap confidence interval" + (f" ({extra})." if extra else ".")
+    if len(configured_splits(params)) < len(TABLE_SPLITS):
+        text += " Empty cells: split not configured (the macro average then covers fewer splits)."
+    return text
+
+
+def render_markdown(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
+    header = ["Model", *(COLUMN_TITLES[c] for c in (*TABLE_SPLITS, MACRO))]
+    lines = ["| " + " | ".join(header) + " |", "|:--|" + "--:|" * (len(header) - 1)]
+    for r, cells in zip(results, build_cells(results)):
+        shown = [("–" if c.value is None else (f"**{c.text}**" if c.bold else c.text) + c.interval) for c in cells]
+        lines.append("| " + " | ".join([markdown_escape(r.name), *shown]) + " |")
+    return "\n".join(lines) + "\n\n" + _caption(params, results) + "\n"
+
+
+def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
+    header = ["Model", *(COLUMN_TITLES[c] for c in (*TABLE_SPLITS, MACRO))]
+    lines = [
+        "% " + _caption(params, results),
+        "% Generated by `sabre tables`; needs \\usepackage{booktabs}.",
+        "\\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        "\\toprule",
+        " & ".join(latex_escape(h) for h in header) + " \\\\",
+        "\\midrule",
+    ]
+    for r, cells in zip(results, build_cells(results)):
+        shown = [
+            ("--" if c.value is None else (f"\\textbf{{{c.text}}}" if c.bold else c.text) + c.interval) for c in cells
+        ]
+        lines.append(" & ".join([latex_escape(r.name), *shown]) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def render_csv(results: Sequence[ModelResults]) -> str:
+    """Header exactly ``model,context,texture,attribute,language,macro``; plain percents."""
+    rows = [[r.key, *(c.text for c in cells)] for r, cells in zip(results, build_cells(results))]
+    return _csv_text(C.MAIN_TABLE_COLUMNS, rows)
+
+
+def render_ci_csv(results: Sequence[ModelResults]) -> str:
+    """Long format: ``model,split,estimate,low,high`` (percent); ``split`` is ``macro`` for the average."""
+    rows: list[list[str]] = []
+    for r in results:
+        for column in (*TABLE_SPLITS, MACRO):
+            iv = r.interval(column)
+            if iv is not None:
+                rows.append([r.key, column, *(format_percent(x) for x in (iv.estimate, iv.low, iv.high))])
+    return _csv_text(CI_CSV_COLUMNS, rows)
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+def write_main_tables(
+    params: Mapping[str, Any], metrics_dir: Path, outdir: Path, intervals_dir: Path | None = None
+) -> list[Path]:
+    """Write ``main_results.{md,csv,tex}`` (and ``main_results_ci.csv`` with intervals); return the paths.
+
+    Without ``intervals_dir`` a stale ``main_results_ci.csv`` from an earlier run is removed.
+    """
+    results = load_results(params, Path(metrics_dir), Path(intervals_dir) if intervals_dir else None)
+    outdir = Path(outdir)
+    outputs = {
+        outdir / f"{MAIN_STEM}.md": render_markdown(params, results),
+        outdir / f"{MAIN_STEM}.csv": render_csv(results),
+        outdir / f"{MAIN_STEM}.tex": render_latex(params, results),
+    }
+    ci_path = outdir / CI_CSV_NAME
+    if intervals_dir is not None:
+        outputs[ci_path] = render_ci_csv(results)
+    elif ci_path.exists():
+        ci_path.unlink()
+    for path, text in outputs.items():
+        write_text(path, text)
+    return list(outputs)

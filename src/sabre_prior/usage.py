@@ -1,0 +1,227 @@
+"""Usage accounting: tokens, calls, retries and estimated cost.
+
+Two files per model and split:
+
+* ``results/usage/<model>/<split>.json`` (:func:`contracts.usage_path`): what the
+  predictions cost, summed over the journal records behind them: calls,
+  attempts, retries, tokens, estimated cost, failures, and how every image was
+  sent.  Deterministic: re-running from the journal rewrites the same bytes
+  (no wall-clock values), so it can be a tracked pipeline output.
+* ``results/logs/usage/<model>/<split>.json`` (:func:`run_log_path`): the last
+  run only: calls made now, answers taken from the journal (``cached``),
+  retries, failures with reasons, latencies, wall time.  Not a pipeline output;
+  kept when a job fails.
+
+Prices come from the model's params entry:
+``prices: {input_per_mtok: <USD per million input tokens>, output_per_mtok: ...}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import contracts as C
+from .errors import ConfigError
+
+RUN_LOG_DIR = f"{C.LOGS_DIR}/usage"
+
+
+def run_log_path(model: str, split: str, root: str | Path = ".") -> Path:
+    return Path(root) / RUN_LOG_DIR / model / f"{split}.json"
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], model: str = "?") -> "Prices | None":
+        raw = settings.get("prices")
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"models.{model}.prices must be a mapping with input_per_mtok and output_per_mtok")
+        values = []
+        for key in ("input_per_mtok", "output_per_mtok"):
+            v = raw.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ConfigError(f"models.{model}.prices.{key} must be a non-negative number (USD per million tokens), got {v!r}")
+            values.append(float(v))
+        return cls(*values)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return round(input_tokens * self.input_per_mtok / 1e6 + output_tokens * self.output_per_mtok / 1e6, 6)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"input_per_mtok": self.input_per_mtok, "output_per_mtok": self.output_per_mtok}
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+@dataclass
+class Totals:
+    calls: int = 0  # distinct provider calls behind the answers
+    attempts: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    rejected_output_tokens: int = 0  # tokens of responses rejected as empty/malformed
+    missing_usage: int = 0  # responses without token counts
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.calls += 1
+        self.attempts += _int(record.get("attempts")) or 1
+        self.retries += _int(record.get("retries"))
+        if record.get("input_tokens") is None and record.get("output_tokens") is None:
+            self.missing_usage += 1
+        self.input_tokens += _int(record.get("input_tokens"))
+        self.output_tokens += _int(record.get("output_tokens"))
+        self.rejected_output_tokens += _int(record.get("rejected_output_tokens"))
+
+
+def summarize(
+    *,
+    model: str,
+    split: str,
+    settings: Mapping[str, Any],
+    template: str,
+    template_version: str,
+    question_ids: Sequence[str],
+    records: Mapping[str, Mapping[str, Any]],
+    images: Mapping[str, Mapping[str, Any]],
+    failures: Mapping[str, str],
+    journaled: bool,
+) -> dict[str, Any]:
+    """The deterministic usage summary of one model/split (see module docstring).
+
+    ``records``: question id -> journal record of the call that answered it
+    (several ids may share one record when their content is identical).
+    """
+    totals = Totals()
+    seen: set[str] = set()
+    for qid in question_ids:
+        rec = records.get(qid)
+        if rec is None:
+            continue
+        key = str(rec.get("key", qid))
+        if key in seen:
+            continue
+        seen.add(key)
+        totals.add(rec)
+    prices = Prices.from_settings(settings, model)
+    sent = [{"id": qid, **images[qid]} for qid in question_ids if qid in images]
+    reencoded = sum(1 for s in sent if s.get("reencoded"))
+    billed_output = totals.output_tokens + totals.rejected_output_tokens
+    return {
+        "model": model,
+        "split": split,
+        "backend": settings.get("backend"),
+        "provider": settings.get("provider"),
+        "model_id": settings.get("model_id"),
+        "template": template,
+        "template_version": template_version,
+        "journaled": journaled,
+        "questions": len(question_ids),
+        "answered": sum(1 for q in question_ids if q in records),
+        "failed": len(failures),
+        "failed_ids": sorted(failures),
+        "calls": totals.calls,
+        "attempts": totals.attempts,
+        "retries": totals.retries,
+        "input_tokens": totals.input_tokens,
+        "output_tokens": totals.output_tokens,
+        "rejected_output_tokens": totals.rejected_output_tokens,
+        "calls_without_usage": totals.missing_usage,
+        "prices": prices.as_dict() if prices else None,
+        "estimated_cost_usd": prices.cost(totals.input_tokens, billed_output) if prices else None,
+        "images": {
+            "original": len(sent) - reencoded,
+            "reencoded": reencoded,
+            "bytes_sent": sum(_int(s.get("bytes")) for s in sent),
+        },
+        "sent_images": sent,
+    }
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[idx], 4)
+
+
+@dataclass
+class RunStats:
+    """Counters of one run (the progress bar's postfix and the run log)."""
+
+    questions: int = 0
+    cached: int = 0
+    calls: int = 0  # successful calls made in this run
+    attempts: int = 0
+    retries: int = 0
+    failures: int = 0
+    rate_limited: int = 0
+    timeouts: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+
+    def count_error(self, kind: str) -> None:
+        self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "questions": self.questions,
+            "cached": self.cached,
+            "calls": self.calls,
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "failures": self.failures,
+            "errors_by_kind": dict(sorted(self.errors_by_kind.items())),
+            "latency_s": {
+                "p50": percentile(self.latencies, 0.5),
+                "p95": percentile(self.latencies, 0.95),
+                "max": round(max(self.latencies), 4) if self.latencies else None,
+            },
+        }
+
+
+def run_log(
+    stats: RunStats, failures: Mapping[str, str], wall_s: float, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The last run's record (not deterministic: wall time and latencies)."""
+    out = stats.as_dict()
+    out["wall_s"] = round(wall_s, 3)
+    out["failed"] = {qid: failures[qid] for qid in sorted(failures)}
+    if extra:
+        out.update(extra)
+    return out
+
+
+def format_failures(failures: Mapping[str, str], limit: int = 20) -> str:
+    """``id: reason`` lines for an error message (the first ``limit``)."""
+    lines = [f"  {qid}: {failures[qid]}" for qid in sorted(failures)[:limit]]
+    if len(failures) > limit:
+        lines.append(f"  ... and {len(failures) - limit} more")
+    return "\n".join(lines)
+
+
+def sum_usage(summaries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Totals over several usage summaries (e.g. the four splits of a model)."""
+    keys = ("questions", "answered", "failed", "calls", "attempts", "retries", "input_tokens", "output_tokens")
+    total: dict[str, Any] = {k: 0 for k in keys}
+    cost: float | None = None
+    for s in summaries:
+        for k in keys:
+            total[k] += _int(s.get(k))
+        if s.get("estimated_cost_usd") is not None:
+            cost = round((cost or 0.0) + float(s["estimated_cost_usd"]), 6)
+    total["estimated_cost_usd"] = cost
+    return total

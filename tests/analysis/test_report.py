@@ -1,0 +1,248 @@
+"""The static HTML report: `sabre report`, and the page in a real headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from synthetic_project import MODELS, make_project
+
+from sabre_prior import contracts as C
+from sabre_prior.analysis.report import _script_json, aligned_results, thumbnail_uri
+from sabre_prior.cli import main
+from sabre_prior.errors import DataError
+
+HOSTILE = '</script><img src=x onerror="window.__pwned=1"> No'
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+
+
+def chatty(row: dict) -> str | None:
+    """Answers with markup (must be shown as text), otherwise like the oracle."""
+    if row["eval_type"] == "yes_no_exact" and row["probe"].startswith("edited"):
+        return HOSTILE
+    return MODELS["oracle"](row)
+
+
+def build_report(root: Path, extra: dict | None = None) -> Path:
+    """Run every analysis step of the pipeline on a synthetic project; return the page."""
+    make_project(root, {**MODELS, **(extra or {})}, paper_names={"oracle": "Claude 4.6"})
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        models = list({**MODELS, **(extra or {})})
+        for m in models:
+            assert main(["intervals", "--model", m]) == 0
+        assert main(["compare"]) == 0
+        assert main(["diagnose"]) == 0
+        assert main(["paper-compare"]) == 0
+        assert main([
+            "report", "--comparison", "results/tables/model_comparison.csv", "--paper", "results/tables/paper_comparison.csv",
+            "--figure", "results/figures/pair_outcomes.png",
+        ]) == 0  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    return root / "results" / "report" / "index.html"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_report(tmp_path_factory.mktemp("report") / "proj", {"chatty": chatty})
+
+
+def _data(page: Path) -> dict:
+    m = re.search(r'<script id="sabre-data" type="application/json">(.*?)</script>', page.read_text(), re.DOTALL)
+    assert m, "no data block"
+    return json.loads(m.group(1))
+
+
+# ---------------------------------------------------------------- unit tests
+def test_thumbnail_fits_the_box_and_is_jpeg() -> None:
+    img = Image.new("RGB", (1400, 939), (200, 30, 30))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    uri = thumbnail_uri(buf.getvalue(), 224)
+    assert uri.startswith("data:image/jpeg;base64,")
+    with Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))) as thumb:
+        assert thumb.format == "JPEG" and thumb.size == (224, 150)
+    assert thumbnail_uri(buf.getvalue(), 224) == uri  # deterministic
+    with pytest.raises(DataError, match="could not be decoded"):
+        thumbnail_uri(b"not an image", 64)
+
+
+def test_script_json_cannot_close_the_script_element() -> None:
+    text = _script_json({"x": "</script><!-- & -->"})
+    assert "</" not in text and "<!--" not in text
+    assert json.loads(text) == {"x": "</script><!-- & -->"}
+
+
+def test_trace_and_data_must_agree() -> None:
+    questions = [{"id": "a"}, {"id": "b"}]
+    row = {
+        "prediction": "1",
+        "normalized_prediction": "1",
+        "answer": "1",
+        "normalized_answer": "1",
+        "parsed": True,
+        "missing": False,
+        "correct": True,
+    }
+    assert aligned_results(questions, [{**row, "id": "b"}, {**row, "id": "a"}], "t")[0] == [
+        "1",
+        "1",
+        "1",
+        "1",
+        True,
+        False,
+        True,
+    ]
+    with pytest.raises(DataError, match=r"t: trace and data disagree \(not in trace: \['b'\]; not in data: \['c'\]\)"):
+        aligned_results(questions, [{**row, "id": "a"}, {**row, "id": "c"}], "t")
+
+
+def test_report_content_size_and_determinism(report: Path, tmp_path: Path) -> None:
+    data = _data(report)
+    assert [m["key"] for m in data["models"]] == [*MODELS, "chatty"]
+    assert data["splits"] == list(C.SPLITS) and data["paired"] == list(C.PAIRED_SPLITS)
+    # 6 pairs x 2 images x 2 paired splits + 8 + 8 items, each distinct image once
+    assert len(data["images"]) == 40
+    assert all(len(q) == 24 for q in (data["questions"]["context"], data["questions"]["texture"]))
+    assert data["results"]["mixed"]["context"][16][5] is True  # context_005: no prediction (missing)
+    assert data["intervals"]["mixed"]["macro"]["estimate"] == 0.4375
+    assert data["pair_class"]["prior"]["context"]["context_001"] == "prior_following"
+    assert [r["metric"] for r in data["paper"]] == [*C.SPLITS, "macro"]
+    assert report.stat().st_size < 400_000
+    again = build_report(tmp_path / "again", {"chatty": chatty})
+    assert again.read_bytes() == report.read_bytes()
+
+
+def test_report_needs_diagnostics_of_every_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_project(tmp_path / "p")
+    monkeypatch.chdir(root)
+    for m in MODELS:
+        assert main(["intervals", "--model", m]) == 0
+    assert main(["report"]) == 2
+    assert "diagnostics.json: diagnostics not found" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the browser
+def _artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    env = os.environ.get("SABRE_TEST_ARTIFACTS")
+    if env:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        return Path(env)
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; scripts/install.sh --test does it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    shots = _artifacts(tmp_path_factory)
+    errors: list[str] = []
+    dialogs: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-dev-shm-usage",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(15_000)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(report.as_uri())
+            page.wait_for_selector("body[data-ready=true]")
+
+            # overview: the main table with intervals, the figure
+            rows = page.locator("#main-table tbody tr")
+            assert rows.count() == 5
+            assert rows.nth(0).inner_text().split("\t")[1:] == ["100 [100, 100]"] * 4 + ["100.0 [100.0, 100.0]"]
+            mixed = rows.nth(3).inner_text()
+            assert mixed.startswith("Mixed") and "50 [" in mixed and "43.8 [" in mixed
+            assert page.eval_on_selector("#figures img", "i => i.naturalWidth") > 500
+            assert page.locator("#paper-table tbody tr").count() == 5
+            assert page.locator("#comparison-table tbody tr").count() == 10 * 5
+            page.screenshot(path=str(shots / "report_overview.png"), full_page=True)
+
+            # questions: filters for failures, probe and parse failures
+            page.click("#tabs a[data-view=questions]")
+            page.select_option("#q-model", "mixed")
+            page.select_option("#q-split", "context")
+            assert page.locator("#q-rows tr").count() == 24
+            assert page.inner_text("#q-count") == "24 of 24 questions"
+            page.select_option("#filter-verdict", "wrong")
+            wrong = page.locator("#q-rows tr")
+            assert wrong.count() == 10  # 24 questions, 14 correct
+            assert set(wrong.evaluate_all("rs => rs.map(r => r.dataset.correct)")) == {"false"}
+            page.select_option("#filter-verdict", "all")
+            page.check("#filter-parse")
+            parse = page.locator("#q-rows tr")
+            assert parse.count() == 4  # pair 4 answered "maybe"
+            assert parse.evaluate_all("rs => rs.map(r => r.dataset.id.slice(0, 11))") == ["context_004"] * 4
+            assert "parse failure" in parse.nth(0).inner_text()
+            page.uncheck("#filter-parse")
+            page.select_option("#filter-probe", "edited_target")
+            probe = page.locator("#q-rows tr")
+            assert probe.count() == 6
+            assert set(probe.evaluate_all("rs => rs.map(r => r.dataset.probe)")) == {"edited_target"}
+            page.select_option("#filter-verdict", "wrong")
+            assert page.locator("#q-rows tr").count() == 3  # pairs 4 (maybe), 5 (missing), 6 (no)
+            assert page.eval_on_selector("#q-rows tr img", "i => i.complete && i.naturalWidth") > 0
+            page.screenshot(path=str(shots / "report_questions.png"), full_page=True)
+            page.select_option("#filter-verdict", "all")
+            page.select_option("#filter-probe", "all")
+            page.fill("#filter-text", "context_002")
+            assert page.locator("#q-rows tr").count() == 4
+            page.fill("#filter-text", "")
+
+            # a response with markup is shown as text and runs nothing
+            page.select_option("#q-model", "chatty")
+            assert HOSTILE in page.inner_text("#q-rows")
+            assert page.evaluate("window.__pwned") is None and not dialogs
+
+            # pair view: base and edited images side by side, four probes
+            page.click("#tabs a[data-view=pairs]")
+            page.select_option("#p-model", "prior")
+            page.select_option("#p-split", "texture")
+            cards = page.locator("#pair-list .pair")
+            assert cards.count() == 6
+            assert set(cards.evaluate_all("cs => cs.map(c => c.dataset.class)")) == {"prior_following"}
+            first = cards.nth(0)
+            assert first.locator("tbody tr").count() == 4
+            imgs = first.locator("figure img")
+            assert imgs.count() == 2
+            assert all(imgs.nth(i).evaluate("i => i.complete && i.naturalWidth") > 0 for i in range(2))
+            base, edited = imgs.nth(0).bounding_box(), imgs.nth(1).bounding_box()
+            assert base and edited and abs(base["y"] - edited["y"]) < 1 and edited["x"] > base["x"] + base["width"]
+            assert [c.strip() for c in first.locator("figcaption").all_inner_texts()] == ["Base image", "Edited image"]
+            page.select_option("#p-class", "all_correct")
+            assert cards.count() == 0 and "No pair matches" in page.inner_text("#pair-list")
+            page.select_option("#p-class", "all")
+            page.select_option("#p-model", "mixed")
+            page.check("#p-failed")
+            assert cards.count() == 3
+            assert page.inner_text("#p-count") == "3 of 6 pairs"
+            page.screenshot(path=str(shots / "report_pairs.png"), full_page=True)
+        finally:
+            browser.close()
+    assert not errors, errors
+    for name in ("overview", "questions", "pairs"):
+        path = shots / f"report_{name}.png"
+        assert path.stat().st_size > 10_000
+        print(f"screenshot: {path}")

@@ -1,0 +1,48 @@
+"""Shared fixtures: the small demo benchmark and its Parquet splits (built once per session).
+
+The session uses a private, temporary ``datasets`` cache and, unless the opt-in gated tests
+run (``SABRE_TEST_GATED=1``), the Hugging Face offline mode: no test reaches the network
+(tests that need a hub start their own fake one on 127.0.0.1 in a subprocess).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Set before anything imports `datasets` / `huggingface_hub` (they read these at import time).
+_HF_TMP = Path(tempfile.mkdtemp(prefix="sabre-tests-hf-"))
+os.environ["HF_DATASETS_CACHE"] = str(_HF_TMP / "datasets")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+if os.environ.get("SABRE_TEST_GATED") != "1":
+    os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_HF_TMP, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small demo (seed 0) in the hub repo layout. Shared: copy it before changing anything."""
+    from sabre_prior.demo import generate
+
+    out = tmp_path_factory.mktemp("demo-small") / "demo"
+    generate(out, scale="small", seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def demo_parquet_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``<split>.parquet`` for the four splits, fetched from :func:`demo_dir` by the real loader. Read-only."""
+    from sabre_prior import contracts as C
+    from sabre_prior.fetch import fetch_split
+
+    out = tmp_path_factory.mktemp("demo-parquet")
+    for split in C.SPLITS:
+        fetch_split(str(demo_dir), split, out / f"{split}.parquet")
+    return out

@@ -1,0 +1,91 @@
+"""The behaviour every API backend must show against the fake server (shared by the three test files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sabre_prior.errors import BackendError, ConfigError
+from sabre_prior.inference import predict_split
+from sabre_prior.models.base import CallError, Completion, create_backend
+from tests.servers import FakeServer, content_key, fake_answer
+from tests.servers.dataset import jpeg, write_split
+from tests.servers.fixtures import FAULT_KINDS, KEY_ENV, YES_NO_TEXT, expected_answers, model_settings, one_call
+
+
+def check_answer_and_usage(server: FakeServer, backend: str) -> None:
+    image = jpeg(11)
+    result = one_call(server, backend, image=image)
+    assert isinstance(result, Completion), result
+    assert result.text == fake_answer(YES_NO_TEXT, image)
+    (call,) = server.calls
+    assert call.protocol == backend and call.model == "fake-model-1"
+    assert call.key == content_key(YES_NO_TEXT, image), "the image must arrive as its original bytes"
+    assert (result.input_tokens, result.output_tokens) == (call.input_tokens, call.output_tokens)
+
+
+def check_fault(server: FakeServer, backend: str, fault: str) -> None:
+    kw: dict[str, Any] = {"retry_after": 7} if fault == "429" else {}
+    if fault == "stall":
+        kw["stall_s"] = 4.0
+    server.add_fault(fault, first_attempts=10, **kw)
+    result = one_call(server, backend, timeout_s=0.3)  # the SDK's own timeout is 1.3 s
+    kind, retryable = FAULT_KINDS[fault]
+    assert isinstance(result, CallError), f"{fault} returned {result!r}"
+    assert (result.kind, result.retryable) == (kind, retryable), str(result)
+    if fault == "429":
+        assert result.retry_after == pytest.approx(7)
+    if fault in ("401", "400", "404", "429", "500", "503"):
+        assert result.status == int(fault) and "injected fault" in str(result)
+    assert len(server.calls) == 1, "the SDK's own retries must be off"
+
+
+def check_empty_answer_is_returned_as_empty(server: FakeServer, backend: str) -> None:
+    server.add_fault("empty", first_attempts=10)
+    result = one_call(server, backend)
+    assert isinstance(result, Completion) and result.text == ""
+
+
+def check_end_to_end(tmp_path: Path, server: FakeServer, backend: str) -> None:
+    """A split with a few faults: every question answered exactly once, usage adds up."""
+    data = tmp_path / "context.parquet"
+    write_split(data, "context", 12)
+    server.add_fault("429", first_attempts=1, fraction=0.25, retry_after=0.01)
+    server.add_fault("500", first_attempts=1, fraction=0.5)
+    out = tmp_path / "pred.jsonl"
+    run = predict_split(
+        "m",
+        model_settings(server, backend),
+        "context",
+        data,
+        out,
+        progress=False,
+        usage_output=tmp_path / "usage.json",
+        run_log_output=tmp_path / "run.json",
+        journal_dir=tmp_path / "journal",
+    )
+    expected = expected_answers(data)
+    preds = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(p["id"], p["prediction"]) for p in preds] == [(q, a) for q, (_, a) in expected.items()]
+    assert set(server.answers_per_key().values()) == {1} and len(server.answers_per_key()) == 12
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    ok = server.ok_calls()
+    assert usage["input_tokens"] == sum(c.input_tokens for c in ok)
+    assert usage["output_tokens"] == sum(c.output_tokens for c in ok)
+    assert usage["retries"] == run.retries == sum(1 for c in server.calls if c.fault)
+    assert all(c.api_key is not None for c in server.calls)
+
+
+def check_missing_key(server: FakeServer, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    b = create_backend("m", model_settings(server, backend))
+    with pytest.raises(BackendError, match=KEY_ENV):
+        b.check_ready()
+
+
+def check_unknown_setting(server: FakeServer, backend: str) -> None:
+    with pytest.raises(ConfigError, match="tempreature"):
+        create_backend("m", model_settings(server, backend, tempreature=0))

@@ -1,0 +1,154 @@
+"""Shared parts of the local backends: settings, model location, requests, resources."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import pytest
+from PIL import Image
+
+from sabre_prior.errors import BackendError, ConfigError
+from sabre_prior.models.base import Query
+from sabre_prior.models.local_common import (
+    LocalSettings,
+    batched,
+    decode_image,
+    generated_length,
+    hf_chat_messages,
+    hub_offline,
+    job_resources,
+    local_cache_identity,
+    openai_chat_messages,
+    resolve_device,
+    resolve_dtype,
+    resolve_model_source,
+)
+
+
+def _jpeg(color: str = "red", size: tuple[int, int] = (20, 12)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+def _query(text: str = "Question: Is there a cat?") -> Query:
+    return Query(id="q1", split="context", text=text, image=_jpeg(), image_mime="image/jpeg")
+
+
+# -- settings -------------------------------------------------------------------------
+def test_settings_defaults_and_values() -> None:
+    cfg = LocalSettings.from_settings("m", {"backend": "transformers", "model_id": "org/model"})
+    assert (cfg.dtype, cfg.device, cfg.max_new_tokens, cfg.gpus) == ("auto", "auto", 64, 1)
+    cfg = LocalSettings.from_settings(
+        "m",
+        {"backend": "vllm", "model_id": " org/model ", "batch_size": 3, "tensor_parallel_size": 2, "dtype": "float16"},
+    )
+    assert (cfg.model_id, cfg.batch_size, cfg.tensor_parallel_size, cfg.dtype) == ("org/model", 3, 2, "float16")
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({}, "model_id"),
+        ({"model_id": "m", "dtype": "fp8"}, "dtype"),
+        ({"model_id": "m", "device": "gpu0"}, "device"),
+        ({"model_id": "m", "batch_size": 0}, "batch_size"),
+        ({"model_id": "m", "max_new_tokens": True}, "max_new_tokens"),
+        ({"model_id": "m", "gpus": -1}, "gpus"),
+        ({"model_id": "m", "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+        ({"model_id": "m", "processor_kwargs": [1]}, "processor_kwargs"),
+        ({"model_id": "m", "temprature": 0}, "temprature"),
+    ],
+)
+def test_bad_settings_name_the_field(settings: dict, field: str) -> None:
+    with pytest.raises(ConfigError, match=rf"models\.m.*{field}"):
+        LocalSettings.from_settings("m", {"backend": "transformers", **settings})
+
+
+def test_cache_identity_ignores_hardware_settings() -> None:
+    a = local_cache_identity({"backend": "vllm", "model_id": "x", "batch_size": 4, "gpus": 2, "device": "cuda:1"})
+    b = local_cache_identity({"backend": "vllm", "model_id": "x", "batch_size": 256, "tensor_parallel_size": 4})
+    assert a == b == {"backend": "vllm", "model_id": "x", "max_new_tokens": 64, "dtype": "auto"}
+    c = local_cache_identity({"backend": "vllm", "model_id": "x", "max_new_tokens": 8})
+    assert c != a
+
+
+# -- where the model comes from ---------------------------------------------------------
+def test_hub_offline_reads_the_environment() -> None:
+    assert hub_offline({"HF_HUB_OFFLINE": "1"})
+    assert hub_offline({"TRANSFORMERS_OFFLINE": "true"})
+    assert not hub_offline({"HF_HUB_OFFLINE": "0"})
+    assert not hub_offline({})
+
+
+def test_model_source_local_dir_and_hub_id(tmp_path) -> None:
+    src = resolve_model_source(str(tmp_path))
+    assert src.is_local_dir and src.local_files_only and src.path_or_id == str(tmp_path)
+    hub = resolve_model_source("org/model", "abc123", environ={})
+    assert (hub.is_local_dir, hub.local_files_only, hub.revision) == (False, True, "abc123")
+    download = resolve_model_source("org/model", allow_download=True, environ={})
+    assert not download.local_files_only
+    offline = resolve_model_source("org/model", allow_download=True, environ={"HF_HUB_OFFLINE": "1"})
+    assert offline.local_files_only
+    with pytest.raises(BackendError, match="does not exist"):
+        resolve_model_source(str(tmp_path / "missing"))
+
+
+# -- requests -----------------------------------------------------------------------------
+def test_hf_messages_put_the_image_before_the_prompt() -> None:
+    q = _query()
+    img = decode_image(q.image, q.id)
+    assert img.mode == "RGB" and img.size == (20, 12)
+    msgs = hf_chat_messages(q, img, system_prompt="Be brief.")
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    content = msgs[1]["content"]
+    assert [c["type"] for c in content] == ["image", "text"]
+    assert content[0]["image"] is img and content[1]["text"] == q.text
+
+
+def test_openai_messages_carry_the_original_bytes() -> None:
+    q = _query()
+    (msg,) = openai_chat_messages(q)
+    url = msg["content"][0]["image_url"]["url"]
+    assert url.startswith("data:image/jpeg;base64,")
+    assert base64.b64decode(url.split(",", 1)[1]) == q.image
+    assert msg["content"][1] == {"type": "text", "text": q.text}
+
+
+def test_undecodable_image_names_the_question() -> None:
+    with pytest.raises(BackendError, match="question q9"):
+        decode_image(b"not an image", "q9")
+
+
+def test_batched_and_generated_length() -> None:
+    assert [list(b) for b in batched([1, 2, 3, 4, 5], 2)] == [[1, 2], [3, 4], [5]]
+    assert generated_length([5, 6, 2, 0, 0], {2}) == (3, "stop")
+    assert generated_length([5, 6, 7], {2}) == (3, "length")
+
+
+def test_device_and_dtype_resolution() -> None:
+    assert resolve_device("auto", cuda_available=False) == "cpu"
+    assert resolve_device("auto", cuda_available=True) == "cuda"
+    with pytest.raises(BackendError, match="no CUDA GPU"):
+        resolve_device("cuda:1", cuda_available=False)
+    assert resolve_dtype("auto", "cpu", False) == "float32"
+    assert resolve_dtype("auto", "cuda", True) == "bfloat16"
+    assert resolve_dtype("auto", "cuda", False) == "float16"
+    assert resolve_dtype("float16", "cpu", False) == "float16"
+
+
+# -- scheduling -------------------------------------------------------------------------------
+def test_job_resources() -> None:
+    api = job_resources({"backend": "openai", "model_id": "gpt", "api_key_env": "K"})
+    assert api["gpu"] == 0 and api["gpu_model"] == "" and api["threads"] == 1
+    local = job_resources({"backend": "vllm", "model_id": "x"})
+    assert (local["gpu"], local["gpu_model"], local["threads"]) == (1, "", 4)
+    big = job_resources(
+        {"backend": "vllm", "model_id": "x", "gpus": 4, "gpu_model": "h100", "mem_mb": 256000, "threads": 16}
+    )
+    assert (big["gpu"], big["gpu_model"], big["mem_mb"], big["threads"]) == (4, "h100", 256000, 16)
+    cpu = job_resources({"backend": "transformers", "model_id": "x", "device": "cpu", "gpu_model": "h100"})
+    assert (cpu["gpu"], cpu["gpu_model"]) == (0, "")
+    pinned = job_resources({"backend": "transformers", "model_id": "x", "cuda_visible_devices": "2,3"})
+    assert pinned["cuda_visible_devices"] == "2,3"

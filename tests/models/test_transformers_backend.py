@@ -1,0 +1,198 @@
+"""The transformers backend on a tiny random VLM built in the test (CPU, no download)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("torch", reason="the local-model stack (pip install -e '.[local]') is not installed")
+pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+
+from PIL import Image  # noqa: E402
+
+from sabre_prior.errors import BackendError  # noqa: E402
+from sabre_prior.models.base import Query, create_backend  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def load_tiny_vlm_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tiny_vlm", FIXTURES / "tiny_vlm.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return load_tiny_vlm_module().build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm"))
+
+
+def _jpeg(color: str, size: tuple[int, int] = (70, 47)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+COLORS = ["red", "blue", "green", "white", "black"]
+# prompts of different lengths, so that a batch needs padding
+QUERIES = [
+    Query(
+        id=f"q{i}",
+        split="context",
+        text="Question: Is there a cat" + " here" * (3 * i) + "?\n\nAnswer with only yes or no. Do not explain.",
+        image=_jpeg(color),
+        image_mime="image/jpeg",
+    )
+    for i, color in enumerate(COLORS)
+]
+
+
+def _backend(model: Path, **settings):
+    return create_backend("tiny", {"backend": "transformers", "model_id": str(model), "device": "cpu", **settings})
+
+
+def test_answers_every_question_with_token_counts(tiny_model: Path) -> None:
+    backend = _backend(tiny_model, batch_size=2, max_new_tokens=6)
+    backend.check_ready()
+    completions = backend.complete_batch(QUERIES)
+    assert len(completions) == len(QUERIES)
+    # input tokens: what the processor's chat template makes of each conversation alone
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model, local_files_only=True)
+    for q, c in zip(QUERIES, completions):
+        conv = [{"role": "user", "content": [{"type": "image", "image": Image.open(io.BytesIO(q.image))}, {"type": "text", "text": q.text}]}]
+        ids = processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+        assert c.input_tokens == len(ids[0] if isinstance(ids[0], list) else ids)
+        assert 1 <= c.output_tokens <= 6
+        assert c.finish_reason in ("stop", "length")
+        assert c.finish_reason == "stop" or c.output_tokens == 6
+        assert isinstance(c.text, str)
+    assert len({c.input_tokens for c in completions}) == len(QUERIES)  # the prompts really differ
+    stats = backend.throughput()
+    assert stats["questions_per_s"] > 0 and backend.stats["questions"] == len(QUERIES)
+    assert backend.stats["output_tokens"] == sum(c.output_tokens for c in completions)
+    backend.close()
+
+
+def test_batched_generation_equals_one_by_one(tiny_model: Path) -> None:
+    """Left padding and the attention mask keep batched greedy answers identical."""
+    batched = _backend(tiny_model, batch_size=len(QUERIES), max_new_tokens=8).complete_batch(QUERIES)
+    single_backend = _backend(tiny_model, batch_size=1, max_new_tokens=8)
+    single = [single_backend.complete_batch([q])[0] for q in QUERIES]
+    assert [c.text for c in batched] == [c.text for c in single]
+    assert [c.output_tokens for c in batched] == [c.output_tokens for c in single]
+
+
+def test_greedy_decoding_is_deterministic_across_loads(tiny_model: Path) -> None:
+    first = [c.text for c in _backend(tiny_model, max_new_tokens=5).complete_batch(QUERIES[:3])]
+    second = [c.text for c in _backend(tiny_model, max_new_tokens=5).complete_batch(QUERIES[:3])]
+    assert first == second
+
+
+def test_dtype_setting_is_applied(tiny_model: Path) -> None:
+    import torch
+
+    backend = _backend(tiny_model, dtype="bfloat16", max_new_tokens=3)
+    backend.check_ready()
+    assert backend._model is None  # loaded at the first batch, not by the readiness check
+    assert len(backend.complete_batch(QUERIES[:2])) == 2
+    assert backend._model.dtype == torch.bfloat16
+
+
+def test_dummy_weights_from_the_config(tiny_model: Path) -> None:
+    """load_format: dummy builds random weights from the config (benchmarks without weights)."""
+    real = _backend(tiny_model, max_new_tokens=6).complete_batch(QUERIES)
+    dummy = _backend(tiny_model, max_new_tokens=6, load_format="dummy", seed=123).complete_batch(QUERIES)
+    assert len(dummy) == len(QUERIES)
+    assert [c.text for c in dummy] != [c.text for c in real]
+
+
+def test_cache_identity_ignores_batching(tiny_model: Path) -> None:
+    a = _backend(tiny_model, batch_size=2).cache_identity()
+    b = _backend(tiny_model, batch_size=7, device="cpu").cache_identity()
+    assert a == b and a["model_id"] == str(tiny_model) and a["max_new_tokens"] == 64
+
+
+def test_hub_id_missing_from_the_local_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub id is read from the local cache only: a clear error, no download attempt."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    backend = create_backend("qwen", {"backend": "transformers", "model_id": "Qwen/Qwen2.5-VL-7B-Instruct"})
+    assert backend.source.local_files_only
+    with pytest.raises(BackendError, match=r"models\.qwen: cannot load 'Qwen/Qwen2.5-VL-7B-Instruct' from the local cache"):
+        backend.check_ready()
+    with pytest.raises(BackendError, match=r"models\.qwen: cannot load .*HF_HUB_OFFLINE is set"):
+        backend.complete_batch(QUERIES[:1])
+
+
+def test_cuda_without_a_gpu_fails_clearly(tiny_model: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here; this checks the message on machines without one")
+    with pytest.raises(BackendError, match="no CUDA GPU is visible"):
+        _backend(tiny_model, device="cuda").check_ready()
+
+
+def test_not_a_vision_model(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match=r"models\.tiny: .* holds no config.json"):
+        _backend(tmp_path).check_ready()
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_size": 8}')
+    backend = _backend(tmp_path)
+    backend.check_ready()
+    with pytest.raises(BackendError, match=r"models\.tiny: .* cannot be loaded as an image-text-to-text model"):
+        backend.complete_batch(QUERIES[:1])
+
+
+# -- the whole pipeline ------------------------------------------------------------------
+@pytest.mark.slow
+def test_snakemake_pipeline_evaluates_the_tiny_model(tiny_model: Path, tmp_path: Path) -> None:
+    """A real `snakemake all` in a copy of the project: predictions for every question,
+    scores and tables for the tiny model; a re-run takes every answer from the journal."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    spec = importlib.util.spec_from_file_location("local_model_project", FIXTURES / "local_model_project.py")
+    assert spec and spec.loader
+    lmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lmp)
+    root = lmp.make_project(tmp_path / "project", {"tiny": lmp.tiny_model_settings(tiny_model)}, only=True)
+    project = lmp.project_module()
+    project.snakemake(["--cores", "2", "all"], root)
+
+    splits = ["context", "texture", "attribute", "language"]
+    usage_total = 0
+    for split in splits:
+        ids = pq.read_table(root / "data" / "parquet" / f"{split}.parquet", columns=["id"]).column("id").to_pylist()
+        lines = (root / "results" / "predictions" / "tiny" / f"{split}.jsonl").read_text().splitlines()
+        assert [json.loads(line)["id"] for line in lines] == ids and ids
+        assert all(isinstance(json.loads(line)["prediction"], str) for line in lines)
+        usage = json.loads((root / "results" / "usage" / "tiny" / f"{split}.json").read_text())
+        assert usage["answered"] == usage["questions"] == len(ids) and usage["failed"] == 0
+        assert usage["input_tokens"] > 16 * len(ids)  # prompt plus 16 image tokens each
+        assert len(ids) <= usage["output_tokens"] <= 4 * len(ids)
+        usage_total += usage["calls"]
+    metrics = json.loads((root / "results" / "metrics" / "tiny.json").read_text())
+    assert all(metrics[s]["missing"] == 0 and metrics[s]["total"] > 0 for s in splits)
+    assert 0.0 <= metrics["macro_accuracy"] <= 1.0
+    for ext in ("md", "tex"):
+        assert "Tiny random VLM" in (root / "results" / "tables" / f"main_results.{ext}").read_text()
+    csv_rows = (root / "results" / "tables" / "main_results.csv").read_text().splitlines()
+    assert any(row.startswith("tiny,") for row in csv_rows)
+    assert usage_total > 0
+
+    # kill-safety: the predictions are gone, the journal is not; no generation is repeated
+    before = (root / "results" / "predictions" / "tiny" / "context.jsonl").read_bytes()
+    (root / "results" / "predictions" / "tiny" / "context.jsonl").unlink()
+    project.snakemake(["--cores", "2", "results/predictions/tiny/context.jsonl"], root)
+    assert (root / "results" / "predictions" / "tiny" / "context.jsonl").read_bytes() == before
+    run_log = json.loads((root / "results" / "logs" / "usage" / "tiny" / "context.json").read_text())
+    assert run_log["calls"] == 0 and run_log["cached"] == len(before.splitlines())

@@ -1,0 +1,167 @@
+"""The vLLM backend: request building and output parsing without vLLM; the engine
+itself only where vLLM imports and a CUDA GPU is visible."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import io
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from PIL import Image
+
+from sabre_prior.errors import BackendError, ConfigError
+from sabre_prior.models.base import CallError, Query, create_backend
+from sabre_prior.models.local_common import LocalSettings, resolve_model_source
+from sabre_prior.models.vllm_backend import build_requests, engine_kwargs, parse_output, sampling_kwargs
+
+
+def _jpeg(color: str = "red") -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), color).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+QUERIES = [
+    Query(id="a", split="language", text="Question: Which?\n\nOptions:\nA. x\nB. y", image=_jpeg("red"), image_mime="image/jpeg"),
+    Query(id="b", split="context", text="Question: Is there a dog?", image=_jpeg("blue"), image_mime="image/png"),
+]
+
+
+def _cfg(**settings) -> LocalSettings:
+    return LocalSettings.from_settings("m", {"backend": "vllm", "model_id": "org/vlm", **settings})
+
+
+# -- pure functions -------------------------------------------------------------------
+def test_engine_kwargs_defaults() -> None:
+    cfg = _cfg()
+    kw = engine_kwargs(cfg, resolve_model_source(cfg.model_id, environ={}))
+    assert kw == {
+        "model": "org/vlm",
+        "tokenizer": "org/vlm",
+        "dtype": "auto",
+        "tensor_parallel_size": 1,
+        "trust_remote_code": False,
+        "seed": 0,
+        "limit_mm_per_prompt": {"image": 1},
+    }
+
+
+def test_engine_kwargs_from_settings() -> None:
+    cfg = _cfg(
+        gpus=2,
+        max_model_len=8192,
+        gpu_memory_utilization=0.85,
+        max_num_seqs=64,
+        enforce_eager=True,
+        load_format="dummy",
+        revision="r1",
+        trust_remote_code=True,
+        processor_kwargs={"max_pixels": 1003520},
+        model_kwargs={"swap_space": 8},
+    )
+    kw = engine_kwargs(cfg, resolve_model_source(cfg.model_id, cfg.revision, environ={}))
+    assert kw["tensor_parallel_size"] == 2  # follows gpus unless set
+    assert (kw["max_model_len"], kw["gpu_memory_utilization"], kw["max_num_seqs"]) == (8192, 0.85, 64)
+    assert kw["enforce_eager"] is True and kw["load_format"] == "dummy" and kw["trust_remote_code"] is True
+    assert kw["revision"] == kw["tokenizer_revision"] == "r1"
+    assert kw["mm_processor_kwargs"] == {"max_pixels": 1003520}
+    assert kw["swap_space"] == 8
+    assert engine_kwargs(_cfg(gpus=4, tensor_parallel_size=2), resolve_model_source("org/vlm"))["tensor_parallel_size"] == 2
+
+
+def test_sampling_is_greedy() -> None:
+    assert sampling_kwargs(_cfg()) == {"temperature": 0.0, "max_tokens": 64, "n": 1, "seed": 0}
+    assert sampling_kwargs(_cfg(max_new_tokens=8))["max_tokens"] == 8
+
+
+def test_build_requests_one_conversation_per_question() -> None:
+    convs = build_requests(QUERIES, system_prompt="Answer briefly.")
+    assert len(convs) == 2
+    for conv, q in zip(convs, QUERIES):
+        assert conv[0] == {"role": "system", "content": "Answer briefly."}
+        image, text = conv[1]["content"]
+        assert image["type"] == "image_url" and text == {"type": "text", "text": q.text}
+        prefix = f"data:{q.image_mime};base64,"
+        assert image["image_url"]["url"].startswith(prefix)
+        assert base64.b64decode(image["image_url"]["url"][len(prefix) :]) == q.image
+    assert [m["role"] for m in build_requests(QUERIES[:1])[0]] == ["user"]
+
+
+def _output(text: str, prompt_len: int = 7, token_ids=(1, 2, 3), finish: str = "stop"):
+    cand = SimpleNamespace(text=text, token_ids=list(token_ids), finish_reason=finish)
+    return SimpleNamespace(prompt_token_ids=list(range(prompt_len)), outputs=[cand])
+
+
+def test_parse_output() -> None:
+    c = parse_output(_output("  Yes.\n", prompt_len=1290, token_ids=(9, 8, 2)))
+    assert (c.text, c.input_tokens, c.output_tokens, c.finish_reason) == ("Yes.", 1290, 3, "stop")
+    c = parse_output(_output("1 2 3", token_ids=range(64), finish="length"))
+    assert (c.output_tokens, c.finish_reason) == (64, "length")
+    bare = parse_output(SimpleNamespace(outputs=[SimpleNamespace(text="B", token_ids=None, finish_reason=None)]))
+    assert (bare.text, bare.input_tokens, bare.output_tokens) == ("B", None, None)
+
+
+def test_parse_output_failures_are_call_errors() -> None:
+    with pytest.raises(CallError, match="question x: vLLM returned no candidate") as e:
+        parse_output(SimpleNamespace(prompt_token_ids=[1], outputs=[]), "x")
+    assert not e.value.retryable
+    with pytest.raises(CallError) as e:
+        parse_output(_output("", finish="abort"), "y")
+    assert e.value.retryable
+
+
+def test_backend_settings_are_checked_without_vllm() -> None:
+    backend = create_backend("m", {"backend": "vllm", "model_id": "org/vlm", "batch_size": 256})
+    assert backend.cache_identity() == {"backend": "vllm", "model_id": "org/vlm", "max_new_tokens": 64, "dtype": "auto"}
+    with pytest.raises(ConfigError, match=r"models\.m\.max_model_len"):
+        create_backend("m", {"backend": "vllm", "model_id": "org/vlm", "max_model_len": 0})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_missing_vllm_is_a_clear_error() -> None:
+    backend = create_backend("m", {"backend": "vllm", "model_id": "org/vlm"})
+    with pytest.raises(BackendError, match="needs the 'vllm' package"):
+        backend.check_ready()
+
+
+# -- the real engine (GPU machines with vLLM only) -------------------------------------------
+def _gpu_reason() -> str | None:
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed (it needs Linux with a CUDA GPU)"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible"
+    return None
+
+
+@pytest.mark.gpu
+def test_vllm_engine_on_a_tiny_random_model(tmp_path: Path) -> None:
+    reason = _gpu_reason()
+    if reason:
+        pytest.skip(reason)
+    spec = importlib.util.spec_from_file_location("tiny_vlm", Path(__file__).resolve().parents[1] / "fixtures" / "tiny_vlm.py")
+    assert spec and spec.loader
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    # heads of 32 dims: the smallest that vLLM's attention kernels take
+    model = tiny.build_tiny_vlm(tmp_path / "tiny", hidden_size=64)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    settings = {"backend": "vllm", "model_id": str(model), "max_new_tokens": 6, "dtype": "float16",
+                "max_model_len": 1024, "gpu_memory_utilization": 0.3, "enforce_eager": True}
+    backend = create_backend("tiny", settings)
+    backend.check_ready()
+    try:
+        completions = backend.complete_batch(QUERIES)
+        assert len(completions) == len(QUERIES)
+        for c in completions:
+            assert c.input_tokens and c.input_tokens > 16  # prompt + 16 image tokens
+            assert 1 <= (c.output_tokens or 0) <= 6
+        again = backend.complete_batch(QUERIES)
+        assert [c.text for c in again] == [c.text for c in completions]
+    finally:
+        backend.close()

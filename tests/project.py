@@ -1,0 +1,59 @@
+"""Helpers for tests that run the real workflow in a temporary copy of the project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def project_files() -> list[str]:
+    """Files git would hand to a fresh clone (tracked + untracked-not-ignored)."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return [f for f in out.split("\0") if f and (ROOT / f).exists()]
+
+
+def copy_project(dest: Path) -> Path:
+    """Copy the project's source tree (no data, results, caches) into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in project_files():
+        src = ROOT / rel
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            target.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, target)
+    return dest
+
+
+def env() -> dict[str, str]:
+    """The environment for subprocesses: this interpreter's bin first on PATH (for `sabre`)."""
+    e = dict(os.environ)
+    e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
+    e.setdefault("PYTHONHASHSEED", "0")
+    return e
+
+
+def run(cmd: list[str], cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(cmd)} failed with exit code {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n"
+            f"--- stderr\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+def snakemake(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess[str]:
+    return run([str(BIN / "snakemake"), *args], cwd, **kw)

@@ -1,0 +1,282 @@
+"""A fake model server on 127.0.0.1 speaking the OpenAI, Anthropic and Gemini wire protocols.
+
+One asyncio (aiohttp.web) server, run in a background thread with its own event
+loop, answers
+
+* ``POST /v1/chat/completions`` (OpenAI chat completions; base_url ``<url>/v1``),
+* ``POST /v1/messages`` (Anthropic Messages; base_url ``<url>``),
+* ``POST /<version>/models/<model>:generateContent`` (Gemini; base_url ``<url>``).
+
+Each request is keyed by its content (prompt text and image bytes).  Latency
+and faults are injectable: a :class:`Rule` makes the first ``first_attempts``
+requests of every matching content key fail with a :class:`Fault` (429 with
+Retry-After, 500, 503, a stall past the client's timeout, malformed JSON, an
+empty answer, 401, 400, 404, a dropped connection).  Every request is logged
+as a :class:`Call` so tests can check that each question was answered exactly
+once and that usage adds up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aiohttp import web
+
+from . import protocols as P
+
+FAULT_KINDS = ("429", "500", "503", "stall", "malformed", "empty", "401", "400", "404", "disconnect")
+
+
+def fake_answer(text: str, image: bytes) -> str:
+    """The server's deterministic answer to one question (tests recompute it)."""
+    h = int(hashlib.sha256(image + text.encode()).hexdigest(), 16)
+    if "yes or no" in text:
+        return "Yes." if h % 2 else "No."
+    if "the count" in text:
+        return str(h % 9)
+    if "option letter" in text:
+        return "ABCD"[h % 4]
+    return "unknown"
+
+
+def content_key(text: str, image: bytes) -> str:
+    return hashlib.sha256(image + b"\0" + text.encode()).hexdigest()[:20]
+
+
+def _strip_images(obj: Any) -> Any:
+    """The request JSON with long strings (base64 images) replaced by their length."""
+    if isinstance(obj, dict):
+        return {k: _strip_images(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_strip_images(v) for v in obj]
+    if isinstance(obj, str) and len(obj) > 512:
+        return f"{obj[:32]}...<{len(obj)} chars>"
+    return obj
+
+
+def fake_usage(text: str, answer: str) -> tuple[int, int]:
+    """Deterministic token counts reported for one answer."""
+    return 85 + len(text) // 4, 1 + len(answer) // 4
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str
+    retry_after: float | None = None  # seconds, for 429/503
+    stall_s: float = 5.0  # for "stall"
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {self.kind!r}")
+
+
+@dataclass
+class Rule:
+    fault: Fault
+    first_attempts: int = 1  # fail the first n attempts of each matching key
+    fraction: float = 1.0  # deterministic share of keys the rule applies to
+    keys: frozenset[str] | None = None
+
+    def applies(self, key: str, attempt: int) -> bool:
+        if attempt > self.first_attempts:
+            return False
+        if self.keys is not None and key not in self.keys:
+            return False
+        return int(key[:8], 16) / 0xFFFFFFFF < self.fraction
+
+
+@dataclass
+class Call:
+    protocol: str
+    path: str
+    model: str = ""
+    key: str = ""
+    attempt: int = 0
+    status: int = 0  # 0: no response sent (cancelled, dropped)
+    fault: str | None = None
+    api_key: str | None = None
+    start: float = 0.0
+    end: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    answer: str | None = None
+    body: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """A normal answer was sent."""
+        return self.status == 200 and self.fault is None
+
+
+@dataclass
+class FakeServer:
+    latency: float = 0.0
+    expected_key: str | None = None  # requests with another key get 401
+    echo_key_in_errors: bool = False  # worst case: a 401 message quoting the key it got
+    keep_bodies: bool = False  # keep each request's JSON (image data replaced by its length)
+    answer: Callable[[str, bytes], str] = fake_answer
+    rules: list[Rule] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._attempts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    # -- configuration --------------------------------------------------------------
+    def add_fault(self, kind: str, *, first_attempts: int = 1, fraction: float = 1.0, keys=None, **kw: Any) -> Rule:
+        rule = Rule(Fault(kind, **kw), first_attempts, fraction, None if keys is None else frozenset(keys))
+        self.rules.append(rule)
+        return rule
+
+    def clear(self) -> None:
+        with self._lock:
+            self.rules.clear()
+            self.calls.clear()
+            self._attempts.clear()
+            self.max_in_flight = self.in_flight
+
+    def url(self, protocol: str = "openai") -> str:
+        base = f"http://127.0.0.1:{self.port}"
+        return base + "/v1" if protocol == "openai" else base
+
+    # -- results ----------------------------------------------------------------------
+    def ok_calls(self) -> list[Call]:
+        return [c for c in list(self.calls) if c.ok]
+
+    def answers_per_key(self) -> Counter[str]:
+        return Counter(c.key for c in self.ok_calls())
+
+    # -- running ------------------------------------------------------------------------
+    def start(self) -> "FakeServer":
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self._serve())
+            except BaseException as exc:  # pragma: no cover - reported to the caller
+                errors.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-model-server", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        if errors:
+            raise errors[0]
+        return self
+
+    async def _serve(self) -> None:
+        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app.router.add_post("/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = None
+
+    def __enter__(self) -> "FakeServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the handler ----------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        proto = P.protocol_for(path)
+        call = Call(protocol=proto.name if proto else "?", path=path, start=time.monotonic())
+        with self._lock:
+            self.calls.append(call)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if proto is None:
+                call.status = 404
+                return web.json_response({"error": {"message": f"no route {path}"}}, status=404)
+            call.api_key = proto.api_key(request)
+            body = await request.read()
+            try:
+                payload = json.loads(body)
+                model, text, image = proto.parse(path, payload)
+            except (ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
+                call.status = 400
+                return proto.error(400, f"bad request: {exc}")
+            if self.keep_bodies:
+                call.body = _strip_images(payload)
+            call.model = model
+            call.key = content_key(text, image)
+            with self._lock:
+                self._attempts[call.key] += 1
+                call.attempt = self._attempts[call.key]
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            if self.expected_key is not None and call.api_key != self.expected_key:
+                call.status, call.fault = 401, "401"
+                quoted = f": {call.api_key}" if self.echo_key_in_errors else ""
+                return proto.error(401, f"invalid API key{quoted}")
+            fault = next((r.fault for r in self.rules if r.applies(call.key, call.attempt)), None)
+            if fault is not None:
+                call.fault = fault.kind
+                return await self._fault(request, proto, fault, call, model, text)
+            answer = self.answer(text, image)
+            call.input_tokens, call.output_tokens = fake_usage(text, answer)
+            call.answer = answer
+            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens)
+            call.status = 200
+            return resp
+        finally:
+            call.end = time.monotonic()
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _fault(
+        self, request: web.Request, proto: P.Protocol, fault: Fault, call: Call, model: str, text: str
+    ) -> web.StreamResponse:
+        kind = fault.kind
+        if kind in ("429", "500", "503", "401", "400", "404"):
+            status = int(kind)
+            headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+            call.status = status
+            return proto.error(status, f"injected fault {kind}", headers)
+        if kind == "stall":
+            await asyncio.sleep(fault.stall_s)
+            call.status = 200
+            return proto.ok(model, "late answer", 1, 1)
+        if kind == "malformed":
+            call.status = 200
+            return web.Response(body=b'{"choices": [{"message": ', content_type="application/json")
+        if kind == "empty":
+            call.status = 200
+            call.input_tokens, call.output_tokens = fake_usage(text, "")
+            return proto.ok(model, "", call.input_tokens, call.output_tokens)
+        # disconnect: drop the connection without an answer
+        assert request.transport is not None
+        request.transport.abort()
+        raise asyncio.CancelledError

@@ -1,0 +1,246 @@
+"""Tests of sabre_prior.figures (and plotting): content, layout, determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from PIL import Image
+
+from sabre_prior import contracts as C
+from sabre_prior import plotting
+from sabre_prior.figures import (
+    FIGURE_STEMS,
+    figure_width,
+    probe_accuracy_figure,
+    split_accuracy_figure,
+    write_figures,
+)
+from sabre_prior.tables import ResultsFileError, load_results
+
+SPLITS = ("context", "texture", "attribute", "language")
+NAMES = ["Random", "Always yes", "Always no", "World prior", "Claude 4.6", "Kimi-k2.6", "Qwen 3.5", "Gemini 3.5",
+         "GPT-5.4", "Grok-4.3", "A rather long model display name", "m12", "m13", "m14", "m15"]  # fmt: skip
+
+
+def make_fixture(root: Path, n_models: int, splits: tuple[str, ...] = SPLITS) -> dict[str, Any]:
+    """Metrics (and interval) files for ``n_models`` models with distinct, known values."""
+    mdir, idir = root / "metrics", root / "intervals"
+    mdir.mkdir(parents=True, exist_ok=True)
+    idir.mkdir(parents=True, exist_ok=True)
+    models: dict[str, Any] = {}
+    for i in range(n_models):
+        key = f"model_{i:02d}"
+        models[key] = {"backend": "baseline", "strategy": "random", "display_name": NAMES[i]}
+        doc: dict[str, Any] = {}
+        ivs: dict[str, Any] = {"confidence": 0.95, "resamples": 500, "seed": 0}
+        accs = []
+        for j, split in enumerate(splits):
+            # context: neighbouring models tie (labels at the same height must not collide)
+            correct = 100 - 5 * (i // 2) if split == "context" else (7 * i + 13 * j + 3) % 101
+            acc = correct / 100
+            accs.append(acc)
+            doc[split] = {"accuracy": acc, "correct": correct, "total": 100, "missing": 0}
+            if split in C.PAIRED_SPLITS:
+                doc[split]["question_accuracy"] = 0.5
+                doc[split]["probe_accuracy"] = {
+                    p: ((11 * i + 17 * k + j) % 101) / 100 for k, p in enumerate(C.PROBES[split])
+                }
+            ivs[split] = {"estimate": acc, "low": max(0.0, acc - 0.08), "high": min(1.0, acc + 0.08)}
+        doc["macro_accuracy"] = sum(accs) / len(accs)
+        m = doc["macro_accuracy"]
+        ivs["macro"] = {"estimate": m, "low": max(0.0, m - 0.04), "high": min(1.0, m + 0.04)}
+        (mdir / f"{key}.json").write_text(json.dumps(doc), encoding="utf-8")
+        (idir / f"{key}.json").write_text(json.dumps(ivs), encoding="utf-8")
+    return {"dataset": {"source": "demo"}, "splits": list(splits), "models": models}
+
+
+def _bars(ax: Any) -> list[Any]:
+    """The data bars (zorder 2), not the shaded strict-pair band."""
+    from matplotlib.patches import Rectangle
+
+    return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_zorder() == 2]
+
+
+def _overlaps(a: Any, b: Any) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def _assert_readable_layout(fig: Any) -> None:
+    """Legend, title and tick labels inside the figure and not overlapping each other."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    fig_box = fig.bbox
+    legend_box = fig.legends[0].get_window_extent(renderer)
+    title_box = fig._suptitle.get_window_extent(renderer)
+    for box in (legend_box, title_box):
+        assert box.x0 >= fig_box.x0 - 1 and box.x1 <= fig_box.x1 + 1
+        assert box.y0 >= fig_box.y0 - 1 and box.y1 <= fig_box.y1 + 1
+    for ax in fig.axes:
+        ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        for k in range(len(ticks) - 1):
+            assert not _overlaps(ticks[k], ticks[k + 1]), "x tick labels overlap"
+        for t in ticks:
+            assert not _overlaps(t, legend_box), "legend covers tick labels"
+            assert t.y0 >= fig_box.y0 - 1
+        assert not _overlaps(ax.get_window_extent(renderer), legend_box), "legend covers the axes"
+        assert not _overlaps(ax.get_window_extent(renderer), title_box), "title covers the axes"
+        axes_box = ax.get_window_extent(renderer)
+        value_boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        for text, box in zip(ax.texts, value_boxes):  # value labels stay inside the axes
+            assert axes_box.y0 - 1 <= box.y0 and box.y1 <= axes_box.y1 + 1, text.get_text()
+        for k, box in enumerate(value_boxes):  # and do not collide with each other
+            assert not any(_overlaps(box, other) for other in value_boxes[k + 1 :]), ax.texts[k].get_text()
+
+
+# ---------------------------------------------------------------------------
+# Content
+# ---------------------------------------------------------------------------
+def test_split_figure_bars_and_labels_match_metrics(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path, 4)
+    results = load_results(params, tmp_path / "metrics")
+    fig = split_accuracy_figure(params, results)
+    ax = fig.axes[0]
+    heights = sorted(round(b.get_height(), 6) for b in _bars(ax))
+    expected = []
+    for key in params["models"]:
+        doc = json.loads((tmp_path / "metrics" / f"{key}.json").read_text())
+        expected += [round(doc[s]["accuracy"] * 100, 6) for s in SPLITS] + [round(doc["macro_accuracy"] * 100, 6)]
+    assert heights == sorted(expected)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "Context\n(strict pair)", "Texture\n(strict pair)", "Attribute", "Language", "Macro avg."
+    ]  # fmt: skip
+    labels = {t.get_text() for t in ax.texts}
+    assert "100.0" in labels and "16.0" in labels  # model 0: context 100/100, texture 16/100
+    assert ax.get_ylim()[0] == 0 and list(ax.get_yticks())[-1] == 100
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == NAMES[:4]
+    assert "embedded demo benchmark" in fig._suptitle.get_text()
+    assert not [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+    _assert_readable_layout(fig)
+    plotting.plt.close(fig)
+
+
+def test_error_bars_drawn_from_intervals(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path, 3)
+    results = load_results(params, tmp_path / "metrics", tmp_path / "intervals")
+    fig = split_accuracy_figure(params, results)
+    ax = fig.axes[0]
+    errorbars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+    assert len(errorbars) == 3 * 5
+    # One error bar: model 0, context: 100 % with interval [92, 100] %.
+    segments = [seg for c in errorbars for coll in c.lines[2] for seg in coll.get_segments()]
+    spans = {(round(s[0][1], 6), round(s[1][1], 6)) for s in segments}
+    assert (92.0, 100.0) in spans
+    _assert_readable_layout(fig)
+    plotting.plt.close(fig)
+
+
+def test_probe_figure_panels_probes_and_strict_pair(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path, 2)
+    results = load_results(params, tmp_path / "metrics")
+    fig = probe_accuracy_figure(params, results)
+    assert len(fig.axes) == 2
+    first_probe = {"context": "source", "texture": "normal"}
+    for ax, split in zip(fig.axes, C.PAIRED_SPLITS):
+        assert ax.get_title(loc="left").startswith(split.capitalize())
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert len(ticks) == 5 and ticks[-1].startswith("strict pair")
+        assert ticks[0] == f"base image\n{first_probe[split]} probe\n(expect yes)"
+        heights = sorted(round(b.get_height(), 6) for b in _bars(ax))
+        expected = []
+        for key in params["models"]:
+            doc = json.loads((tmp_path / "metrics" / f"{key}.json").read_text())[split]
+            expected += [round(v * 100, 6) for v in doc["probe_accuracy"].values()] + [round(doc["accuracy"] * 100, 6)]
+        assert heights == sorted(expected)
+    _assert_readable_layout(fig)
+    plotting.plt.close(fig)
+
+
+def test_probe_figure_with_one_or_no_paired_split(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path / "one", 2, splits=("context", "language"))
+    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "one" / "metrics"))
+    assert len(fig.axes) == 1 and fig.axes[0].get_title(loc="left").startswith("Context")
+    plotting.plt.close(fig)
+    params = make_fixture(tmp_path / "none", 2, splits=("attribute",))
+    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "none" / "metrics"))
+    assert "No paired split" in fig.axes[0].texts[0].get_text()
+    plotting.plt.close(fig)
+
+
+@pytest.mark.parametrize("n_models", [1, 15])
+def test_layout_readable_from_one_to_fifteen_models(tmp_path: Path, n_models: int) -> None:
+    params = make_fixture(tmp_path, n_models)
+    results = load_results(params, tmp_path / "metrics", tmp_path / "intervals")
+    for fig in (split_accuracy_figure(params, results), probe_accuracy_figure(params, results)):
+        _assert_readable_layout(fig)
+        assert len(fig.legends[0].get_texts()) == n_models
+        plotting.plt.close(fig)
+
+
+def test_width_grows_with_models_and_styles_stay_distinct() -> None:
+    assert figure_width(5, 1) == figure_width(5, 2) >= 7.5
+    assert figure_width(5, 15) > figure_width(5, 8) > figure_width(5, 4)
+    styles = [plotting.series_style(i) for i in range(16)]
+    assert len(set(styles)) == 16
+    # Okabe-Ito colours, no black (error bars must stay visible).
+    assert "#000000" not in plotting.PALETTE and len(set(plotting.PALETTE)) == 8
+
+
+def test_missing_metrics_file_is_an_error(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path, 2)
+    (tmp_path / "metrics" / "model_01.json").unlink()
+    with pytest.raises(ResultsFileError, match=r"model_01\.json: metrics file for model 'model_01' not found"):
+        write_figures(params, tmp_path / "metrics", tmp_path / "out")
+
+
+# ---------------------------------------------------------------------------
+# Files: valid PNG/PDF, byte-deterministic across processes
+# ---------------------------------------------------------------------------
+def _run_cli(tmp_path: Path, outdir: Path, hashseed: str, intervals: bool) -> None:
+    sabre = Path(sys.executable).parent / "sabre"
+    cmd = [str(sabre), "figures", "--params", str(tmp_path / "params.yaml"), "--metrics-dir", str(tmp_path / "metrics"),
+           "--outdir", str(outdir)]  # fmt: skip
+    if intervals:
+        cmd += ["--intervals-dir", str(tmp_path / "intervals")]
+    env = {**os.environ, "PYTHONHASHSEED": hashseed, "MPLBACKEND": "Agg"}
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+
+
+def test_files_valid_and_identical_across_processes(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path, 4)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    _run_cli(tmp_path, tmp_path / "a", "1", intervals=True)
+    _run_cli(tmp_path, tmp_path / "b", "2", intervals=True)
+    names = [f"{stem}.{ext}" for stem in FIGURE_STEMS for ext in ("png", "pdf")]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(names)
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    # PNG: valid, fixed dpi, size = figure size x dpi, no software/version stamp.
+    split_png = tmp_path / "a" / "split_accuracy.png"
+    with Image.open(split_png) as im:
+        im.verify()
+    with Image.open(split_png) as im:
+        assert im.format == "PNG"
+        assert abs(im.size[0] - figure_width(5, 4) * plotting.DPI) <= 1
+        assert 600 <= im.size[1] <= 800
+        assert round(im.info["dpi"][0]) == plotting.DPI
+        assert "Software" not in im.info
+    with Image.open(tmp_path / "a" / "probe_accuracy.png") as im:
+        assert im.size[1] > 1000  # two panels stacked
+    # PDF: one page each, no timestamp.
+    for stem in FIGURE_STEMS:
+        data = (tmp_path / "a" / f"{stem}.pdf").read_bytes()
+        assert data.startswith(b"%PDF-")
+        assert data.rstrip().endswith(b"%%EOF")
+        assert len(re.findall(rb"/Type\s*/Page\b", data)) == 1
+        assert b"/CreationDate" not in data and b"/ModDate" not in data
+    # Without intervals: different pictures (no error bars), same file set.
+    _run_cli(tmp_path, tmp_path / "c", "1", intervals=False)
+    assert (tmp_path / "c" / "split_accuracy.png").read_bytes() != split_png.read_bytes()

@@ -1,0 +1,169 @@
+"""predict_split, images, templates, usage files and the `sabre predict` / `sabre estimate` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sabre_prior import cli
+from sabre_prior import prompts
+from sabre_prior.errors import ConfigError
+from sabre_prior.inference import predict_split
+from sabre_prior.journal import read_journal
+from sabre_prior.prompts import ImagePolicy, prepare_image
+from tests.servers import FakeServer
+from tests.servers.dataset import jpeg, write_split
+from tests.servers.fixtures import KEY_ENV, api_key, model_settings, read_predictions, server, split_file  # noqa: F401
+
+
+def _predict(tmp: Path, settings: dict, data: Path, model: str = "m"):
+    return predict_split(
+        model, settings, "context", data, tmp / "pred.jsonl", progress=False,
+        usage_output=tmp / "usage.json", run_log_output=tmp / "run.json", journal_dir=tmp / "journal",
+    )
+
+
+def test_offline_baseline_bypasses_the_journal(tmp_path: Path, split_file: Path) -> None:
+    run = _predict(tmp_path, {"backend": "baseline", "strategy": "always_yes"}, split_file)
+    assert run.answered == 16
+    assert {p["prediction"] for p in read_predictions(tmp_path / "pred.jsonl")} == {"Yes."}
+    assert not (tmp_path / "journal").exists()
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["journaled"] is False and usage["questions"] == 16 and usage["estimated_cost_usd"] is None
+
+
+def test_images_sent_as_original_bytes_by_default(tmp_path: Path, server: FakeServer, split_file: Path) -> None:
+    _predict(tmp_path, model_settings(server), split_file)
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["images"]["reencoded"] == 0
+    first = usage["sent_images"][0]
+    assert first["format"] == "image/jpeg" and (first["width"], first["height"]) == (64, 48)
+    assert first["sha256"] == first["original_sha256"]
+
+
+def test_size_limit_reencodes_deterministically(tmp_path: Path, server: FakeServer, split_file: Path) -> None:
+    big = jpeg(3, (640, 480))
+    policy = ImagePolicy(max_side=200)
+    a, b = prepare_image(big, policy), prepare_image(big, policy)
+    assert a.reencoded and a.data == b.data and (a.width, a.height) == (200, 150)
+    small = jpeg(3, (64, 48))
+    assert prepare_image(small, policy).data == small, "images within the limit keep their bytes"
+    capped = prepare_image(big, ImagePolicy(max_bytes=4096))
+    assert capped.reencoded and len(capped.data) <= 4096
+
+    _predict(tmp_path, model_settings(server, image={"max_side": 32}), split_file)
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["images"]["reencoded"] == 16
+    sent = usage["sent_images"][0]
+    assert (sent["width"], sent["height"]) == (32, 24) and sent["sha256"] != sent["original_sha256"]
+    journal = read_journal(tmp_path / "journal" / "m" / "context.jsonl")
+    assert {r["image"]["sha256"] for r in journal.values()} == {s["sha256"] for s in usage["sent_images"]}
+
+
+def test_bad_image_policy_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"models\.m\.image\.max_side"):
+        ImagePolicy.from_settings({"image": {"max_side": "big"}}, "m")
+
+
+def test_template_version_enters_the_key(
+    tmp_path: Path, server: FakeServer, split_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = model_settings(server)
+    _predict(tmp_path, settings, split_file)
+    assert _predict(tmp_path, settings, split_file).calls == 0
+    monkeypatch.setitem(prompts.TEMPLATE_VERSIONS, "screening_v1", "2")
+    assert _predict(tmp_path, settings, split_file).calls == 16
+
+
+def test_per_model_prompt_template(tmp_path: Path, server: FakeServer, split_file: Path, monkeypatch) -> None:
+    monkeypatch.setitem(prompts.TEMPLATES, "terse_v1", lambda row, eval_type: f"{row['question']} (yes or no)")
+    run = _predict(tmp_path, model_settings(server, prompt_template="terse_v1"), split_file)
+    assert run.calls == 16
+    assert all(c.key for c in server.calls)
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["template"] == "terse_v1"
+    with pytest.raises(ConfigError, match="unknown prompt template 'nope'"):
+        _predict(tmp_path, model_settings(server, prompt_template="nope"), split_file)
+
+
+def test_usage_cost_from_prices(tmp_path: Path, server: FakeServer, split_file: Path) -> None:
+    _predict(tmp_path, model_settings(server, prices={"input_per_mtok": 2.0, "output_per_mtok": 10.0}), split_file)
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    ok = server.ok_calls()
+    tin, tout = sum(c.input_tokens for c in ok), sum(c.output_tokens for c in ok)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (tin, tout)
+    assert usage["estimated_cost_usd"] == pytest.approx(tin * 2e-6 + tout * 10e-6)
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project directory with params.yaml (one fake API model) and two Parquet splits."""
+    for split, n in (("context", 8), ("attribute", 5)):
+        write_split(tmp_path / "data" / "parquet" / f"{split}.parquet", split, n)
+    params = {
+        "dataset": {"source": "demo"},
+        "splits": ["context", "attribute"],
+        "models": {
+            "fake": model_settings(server, prices={"input_per_mtok": 1.0, "output_per_mtok": 5.0}),
+            "yes": {"backend": "baseline", "strategy": "always_yes"},
+        },
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_estimate_then_predict_then_estimate(project: Path, server: FakeServer, capsys) -> None:
+    assert cli.main(["estimate"]) == 0
+    out = capsys.readouterr().out
+    assert server.calls == [], "an estimate makes no call"
+    fake_context = next(line for line in out.splitlines() if line.startswith("fake") and "context" in line)
+    cells = fake_context.split()
+    assert cells[3:6] == ["8", "0", "8"]  # questions, journal, to call
+    assert int(cells[6]) > 8 * 85  # image + prompt tokens
+    total = next(line for line in out.splitlines() if line.startswith("total")).split()
+    assert total[1:4] == ["26", "0", "13"]  # both models' questions; only the API model's calls
+
+    assert cli.main(["predict", "--model", "fake", "--split", "context", "--no-progress"]) == 0
+    assert "8 answered (0 from the journal, 8 calls, 0 retries)" in capsys.readouterr().out
+    assert (project / "results/usage/fake/context.json").is_file()
+    assert (project / "results/logs/usage/fake/context.json").is_file()
+    assert (project / ".sabre/journal/fake/context.jsonl").is_file()
+
+    assert cli.main(["estimate", "--models", "fake", "--splits", "context", "attribute"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line.split() for line in out.splitlines() if line.startswith("fake")}
+    assert rows["context"][3:6] == ["8", "8", "0"] and rows["context"][8] == "0.0000/0.0000"
+    assert rows["attribute"][3:6] == ["5", "0", "5"]
+    assert len(server.calls) == 8
+
+
+def test_estimate_names_missing_keys(project: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    assert cli.main(["estimate", "--models", "fake"]) == 0
+    assert f"keys not set yet: {KEY_ENV} (for fake)" in capsys.readouterr().out
+
+
+def test_predict_missing_key_exit_code(project: Path, server: FakeServer, capsys, monkeypatch) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    assert cli.main(["predict", "--model", "fake", "--split", "context", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert KEY_ENV in err and "no call was made" in err
+    assert server.calls == []
+
+
+def test_predict_failures_exit_3_and_list_ids(project: Path, server: FakeServer, capsys) -> None:
+    server.add_fault("500", first_attempts=100, fraction=0.4)
+    assert cli.main(["predict", "--model", "fake", "--split", "context", "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    failing = {c.key for c in server.calls if c.fault}
+    assert failing and f"{len(failing)} of 8 questions failed" in err
+    assert not (project / "results/predictions/fake/context.jsonl").exists()
+    log = json.loads((project / "results/logs/usage/fake/context.json").read_text())
+    assert set(log["failed"]) and all(qid in err for qid in log["failed"])
