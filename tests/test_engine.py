@@ -313,3 +313,30 @@ def test_limiter_waits_out_the_cooldown() -> None:
         return time.monotonic() - t0
 
     assert asyncio.run(go()) >= 0.29
+
+
+def test_high_concurrency_over_several_sdk_clients(tmp_path: Path, server: FakeServer) -> None:
+    from tests.servers.dataset import write_split
+
+    data = tmp_path / "context40.parquet"
+    write_split(data, "context", 40)
+    server.latency = 0.1
+    run = predict(tmp_path, model_settings(server, concurrency=20), data)  # two clients of <= 16 connections
+    assert run.calls == 40 and server.max_in_flight == 20
+    assert set(server.answers_per_key().values()) == {1} and len(server.answers_per_key()) == 40
+
+
+def test_journal_only_rerun_needs_no_key(tmp_path: Path, server: FakeServer, split_file: Path, monkeypatch) -> None:
+    settings = model_settings(server)
+    predict(tmp_path, settings, split_file)
+    n = len(server.calls)
+    (tmp_path / "pred" / "m.jsonl").unlink()
+    monkeypatch.delenv("SABRE_TEST_API_KEY")
+    run = predict(tmp_path, settings, split_file)  # every answer is in the journal: no key needed
+    assert run.cached == 16 and len(server.calls) == n
+    check_complete(tmp_path, split_file, server)
+    journal = tmp_path / "journal" / "m" / "context.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:-1]))  # one answer short
+    with pytest.raises(BackendError, match="SABRE_TEST_API_KEY"):
+        predict(tmp_path, settings, split_file)
+    assert len(server.calls) == n

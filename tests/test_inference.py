@@ -167,3 +167,17 @@ def test_predict_failures_exit_3_and_list_ids(project: Path, server: FakeServer,
     assert not (project / "results/predictions/fake/context.jsonl").exists()
     log = json.loads((project / "results/logs/usage/fake/context.json").read_text())
     assert set(log["failed"]) and all(qid in err for qid in log["failed"])
+
+
+def test_paper_preset_has_the_six_models() -> None:
+    from sabre_prior.config import load_params
+    from sabre_prior.models.base import ApiBackend, create_backend
+
+    root = Path(__file__).resolve().parents[1]
+    params = load_params(root / "configs" / "paper.yaml")
+    names = {s["paper_name"] for s in params["models"].values()}
+    assert names == {"Claude 4.6", "Kimi-k2.6", "Qwen 3.5", "Gemini 3.5", "GPT-5.4", "Grok-4.3"}
+    for model, settings in params["models"].items():
+        backend = create_backend(model, settings)  # every setting understood by its backend
+        assert isinstance(backend, ApiBackend) and backend.max_output_tokens == 64
+        assert settings["api_key_env"].endswith("_API_KEY") and "prices" in settings

@@ -79,10 +79,13 @@ def _p_fetch(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------------------
 def _predict(args: argparse.Namespace) -> int:
     from .config import load_params, model_settings
-    from .inference import predict_split
+    from .models.base import prefetch_sdk
 
     params = load_params(args.params)
     settings = model_settings(params, args.model, args.params)
+    prefetch_sdk(settings)  # an API SDK imports in the background while the data is read
+    from .inference import predict_split
+
     data = Path(args.data) if args.data else C.parquet_path(args.split)
     output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
     template = (params.get("prompt") or {}).get("template")

@@ -140,15 +140,15 @@ def load_stages(root: Path | str = ".", *, with_status: bool = True) -> list[Sta
             if not isinstance(stage, PipelineStage):
                 continue
             cmd, deps, outs = _stage_paths(stage)
-            name = stage.addressing
             states.append(
                 StageState(
-                    name=name,
+                    name=stage.name,
                     cmd=cmd,
                     deps=deps,
                     outs=outs,
-                    locked=name in locked,
-                    changes=_change_kinds(status.get(name, [])),
+                    locked=stage.name in locked,
+                    # status keys are addresses relative to the current directory
+                    changes=_change_kinds(status.get(stage.addressing, [])),
                 )
             )
         return states
@@ -442,17 +442,28 @@ def commit(
     chosen = stages_to_commit(stages, root, outputs, ran, success=success)
     if not chosen:
         return []
+    snap = _snapshot(root, [o for s in chosen for o in s.outs])
     repo = Repo(str(root))
     try:
-        for stage in chosen:
-            snap = _snapshot(root, stage.outs)
-            try:
-                repo.commit(stage.name, force=True, relink=False)
-            finally:
-                _restore(snap)
+        with repo.lock:
+            _commit_stages(repo, [s.name for s in chosen])
     finally:
         repo.close()
+        _restore(snap)
     return [s.name for s in chosen]
+
+
+def _commit_stages(repo: Any, names: Sequence[str]) -> None:
+    """``dvc commit --force`` of several stages, reading and writing dvc.lock once."""
+    wanted = set(names)
+    by_file: dict[Any, list[Any]] = {}
+    for stage in repo.index.stages:
+        if getattr(stage, "name", None) in wanted:
+            stage.save()
+            stage.commit(relink=False)
+            by_file.setdefault(stage.dvcfile, []).append(stage)
+    for dvcfile, stages in by_file.items():
+        dvcfile.dump_stages(stages, update_pipeline=False)
 
 
 # ---------------------------------------------------------------------------

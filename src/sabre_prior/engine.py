@@ -27,9 +27,8 @@ import logging
 import random
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence, Sized
 
 from .errors import ConfigError
 from .journal import Journal
@@ -38,6 +37,9 @@ from .ratelimit import RateLimiter
 from .usage import RunStats
 
 log = logging.getLogger(__name__)
+
+#: The async path reads and prepares this many questions between two chances for the workers to send.
+PRODUCER_CHUNK = 8
 
 
 @dataclass(frozen=True)
@@ -184,30 +186,32 @@ class Engine:
         self._failures: dict[str, str] = {}
         self._abort: str | None = None
         self._successes = 0
+        self._groups: dict[str, list[WorkItem]] = {}
+        self._key_record: dict[str, dict[str, Any]] = {}
+        self._key_failure: dict[str, str] = {}
         self._progress: _Progress | None = None
+        self._ready: asyncio.Future[None] | None = None  # Backend.prepare, started by the first call
 
     # -- entry point --------------------------------------------------------------------
-    def run(self, items: Sequence[WorkItem]) -> EngineResult:
+    def run(self, items: Iterable[WorkItem], total: int | None = None) -> EngineResult:
+        """Answer every item: from the journal, else through the backend.
+
+        ``items`` may be a generator: the async path starts sending the first
+        questions while later ones are still being read and prepared.
+        """
         t0 = time.perf_counter()
-        groups: dict[str, list[WorkItem]] = {}
-        for item in items:
-            groups.setdefault(item.key, []).append(item)
-        self.stats.questions = len(items)
-        pending: list[list[WorkItem]] = []
-        for key, group in groups.items():
-            rec = self.journal.get(key) if self.journal is not None else None
-            if rec is not None:
-                self._assign(group, rec)
-                self.stats.cached += len(group)
-            else:
-                pending.append(group)
-        self._progress = _Progress(len(items), self.stats.cached, self.desc, self.progress_enabled, self.stats)
+        if total is None and isinstance(items, Sized):
+            total = len(items)
+        self._progress = _Progress(total or 0, 0, self.desc, self.progress_enabled, self.stats)
         try:
-            if pending:
-                if self.backend.is_async:
-                    asyncio.run(self._run_async(pending))
-                else:
+            if self.backend.is_async:
+                asyncio.run(self._run_async(iter(items)))
+            else:
+                pending = [g for g in (self._accept(item) for item in items) if g is not None]
+                if pending:
                     self._run_batches(pending)
+                else:
+                    self.backend.close()
         finally:
             self._progress.close()
         return EngineResult(
@@ -220,6 +224,35 @@ class Engine:
         )
 
     # -- shared bookkeeping -------------------------------------------------------------
+    def _accept(self, item: WorkItem) -> list[WorkItem] | None:
+        """Register one item; returns a new group to call, or None (journal hit, duplicate)."""
+        self.stats.questions += 1
+        group = self._groups.get(item.key)
+        if group is not None:  # same content as an earlier question: one call serves both
+            group.append(item)
+            if item.key in self._key_record:
+                self._assign([item], self._key_record[item.key])
+                self._progress_update(1)
+            elif item.key in self._key_failure:
+                self._failures[item.query.id] = self._key_failure[item.key]
+                self.stats.failures += 1
+                self._progress_update(1, changed=True)
+            return None
+        group = [item]
+        self._groups[item.key] = group
+        rec = self.journal.get(item.key) if self.journal is not None else None
+        if rec is not None:
+            self._key_record[item.key] = rec
+            self._assign(group, rec)
+            self.stats.cached += 1
+            self._progress_update(1, changed=True)
+            return None
+        return group
+
+    def _progress_update(self, n: int, *, changed: bool = False) -> None:
+        if self._progress is not None:
+            self._progress.update(n, changed=changed)
+
     def _assign(self, group: Sequence[WorkItem], record: dict[str, Any]) -> None:
         for item in group:
             self._answers[item.query.id] = record["text"]
@@ -248,21 +281,21 @@ class Engine:
             record["extra"] = completion.extra
         if self.journal is not None:
             record = self.journal.append(record)
+        self._key_record[item.key] = record
         self._assign(group, record)
         self._successes += 1
         self.stats.calls += 1
         self.stats.latencies.append(latency)
-        if self._progress is not None:
-            self._progress.update(len(group))
+        self._progress_update(len(group))
 
     def _fail(self, group: Sequence[WorkItem], reason: str) -> None:
         reason = redact(reason, self._secrets)
+        self._key_failure[group[0].key] = reason
         for item in group:
             self._failures[item.query.id] = reason
         self.stats.failures += len(group)
         log.warning("%s: %s failed: %s", self.desc, ", ".join(i.query.id for i in group), reason)
-        if self._progress is not None:
-            self._progress.update(len(group), changed=True)
+        self._progress_update(len(group), changed=True)
 
     def _delay(self, attempt: int, err: CallError) -> float:
         if err.retry_after is not None:
@@ -275,25 +308,39 @@ class Engine:
         return err.fatal or (err.kind == "bad_request" and self._successes == 0)
 
     # -- async path -----------------------------------------------------------------------
-    async def _run_async(self, pending: list[list[WorkItem]]) -> None:
+    async def _run_async(self, items: Iterator[WorkItem]) -> None:
         limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute)
-        queue = deque(pending)
-        workers = [
-            asyncio.create_task(self._worker(queue, limiter)) for _ in range(min(self.s.concurrency, len(pending)))
-        ]
+        queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue()
+        workers = [asyncio.create_task(self._worker(queue, limiter)) for _ in range(self.s.concurrency)]
         try:
+            for n, item in enumerate(items, start=1):
+                group = self._accept(item)
+                if group is not None:
+                    queue.put_nowait(group)
+                if n % PRODUCER_CHUNK == 0:
+                    await asyncio.sleep(0)  # let the workers send what is ready
+            for _ in workers:
+                queue.put_nowait(None)
             await asyncio.gather(*workers)
         finally:
             for w in workers:
                 w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            if self._ready is not None:
+                await asyncio.gather(self._ready, return_exceptions=True)
             await self.backend.aclose()
-        if self._abort:
-            while queue:
-                self._fail(queue.popleft(), f"not attempted: {self._abort}")
 
-    async def _worker(self, queue: deque[list[WorkItem]], limiter: RateLimiter) -> None:
-        while queue and self._abort is None:
-            group = queue.popleft()
+    async def _worker(self, queue: asyncio.Queue[list[WorkItem] | None], limiter: RateLimiter) -> None:
+        while True:
+            group = await queue.get()
+            if group is None:
+                return
+            if self._abort is not None:
+                self._fail(group, f"not attempted: {self._abort}")
+                continue
+            if self._ready is None:  # the first call: the backend's slow set-up, off the event loop
+                self._ready = asyncio.ensure_future(asyncio.to_thread(self.backend.prepare))
+            await self._ready
             await self._call(group, limiter)
 
     async def _attempt(self, query: Query) -> Completion:

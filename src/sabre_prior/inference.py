@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from . import contracts as C
 from .data import image_mime, iter_rows
@@ -30,7 +30,7 @@ from .engine import Engine, EngineResult, EngineSettings, WorkItem
 from .errors import BackendError, InferenceIncomplete
 from .io_utils import write_json, write_jsonl
 from .journal import Journal, journal_path, read_journal, request_key
-from .models.base import Backend, Query, create_backend
+from .models.base import Backend, MissingKeyError, Query, create_backend
 from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
 from .scoring import resolve_eval_type
 from .usage import Prices, format_failures, run_log, run_log_path, summarize
@@ -58,33 +58,52 @@ def resolve_template(settings: Mapping[str, Any], template: str | None = None) -
     return str(settings.get("prompt_template") or template or DEFAULT_TEMPLATE)
 
 
-def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
-    """One :class:`Query` per row, with the image's original bytes."""
-    queries: list[Query] = []
+def iter_queries(data_path: Path, split: str, template: str) -> Iterator[Query]:
+    """One :class:`Query` per row, with the image's original bytes, in file order."""
     for row in iter_rows(data_path, with_images=True):
         image = row.pop(C.COL_IMAGE)
         eval_type = resolve_eval_type(row)
         row[C.COL_EVAL_TYPE] = eval_type
         text = render(row, eval_type, template)
-        queries.append(
-            Query(id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row)
-        )
-    return queries
+        yield Query(id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row)
 
 
-def work_items(queries: list[Query], backend: Backend, template: str, policy: ImagePolicy) -> list[WorkItem]:
+def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
+    return list(iter_queries(data_path, split, template))
+
+
+def iter_work_items(
+    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy
+) -> Iterator[WorkItem]:
     """Apply the image policy and key every query by content."""
     identity = backend.cache_identity()
     version = template_version(template)
-    items: list[WorkItem] = []
     for q in queries:
         sent = prepare_image(q.image, policy)
         if sent.reencoded:
             q = Query(id=q.id, split=q.split, text=q.text, image=sent.data, image_mime=sent.mime, row=q.row)
         key = request_key(identity, template, version, q.text, sent.sha256)
         est = backend.estimate_input_tokens(q, sent.width, sent.height) if backend.kind != "offline" else 0
-        items.append(WorkItem(query=q, key=key, image=sent.record(), est_tokens=est))
-    return items
+        yield WorkItem(query=q, key=key, image=sent.record(), est_tokens=est)
+
+
+def work_items(queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy) -> list[WorkItem]:
+    return list(iter_work_items(queries, backend, template, policy))
+
+
+def _row_count(data_path: Path) -> int | None:
+    try:
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(data_path).metadata.num_rows)
+    except Exception:  # a missing or broken file is reported by the reader with its context
+        return None
+
+
+def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[WorkItem]:
+    for item in items:
+        into.append(item)
+        yield item
 
 
 def _prepare(
@@ -118,11 +137,26 @@ def predict_split(
     """
     template = resolve_template(settings, template)
     backend = create_backend(model, settings)
-    backend.check_ready()  # fail fast: a missing key stops here, before any call
+    try:
+        backend.check_ready()  # fail fast: a missing key or SDK stops here, before any call
+        missing_key: MissingKeyError | None = None
+    except MissingKeyError as exc:
+        missing_key = exc  # fatal unless the journal already holds every answer (checked below)
     engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind)
     Prices.from_settings(settings, model)  # validate before spending anything
     policy = ImagePolicy.from_settings(settings, model)
-    items = work_items(build_queries(Path(data_path), split, template), backend, template, policy)
+    data_path = Path(data_path)
+    items: list[WorkItem] = []
+    # a generator: the engine starts calling while later questions are still being read
+    stream: Iterable[WorkItem] = _collecting(
+        iter_work_items(iter_queries(data_path, split, template), backend, template, policy), items
+    )
+    if missing_key is not None:
+        stream = list(stream)
+        done = read_journal(journal_path(model, split, journal_dir=journal_dir))
+        if any(item.key not in done for item in stream):
+            raise missing_key
+        log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     try:
         engine = Engine(
@@ -133,7 +167,7 @@ def predict_split(
             progress=progress,
             journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template},
         )
-        result = engine.run(items)
+        result = engine.run(stream, total=_row_count(data_path))
     finally:
         if journal is not None:
             journal.close()

@@ -2,9 +2,10 @@
 
 One append-only JSON Lines file per model and split,
 ``.sabre/journal/<model>/<split>.jsonl`` (:data:`contracts.JOURNAL_DIR`).  Each
-successful response is appended as one line, written with a single
-``write()`` and ``fsync``-ed as it arrives, so a SIGKILL, an OOM kill or a
-power cut loses at most the calls that were still in flight.
+successful response is appended as one line with a single ``write()`` as it
+arrives (from then on it survives a SIGKILL or an OOM kill of the process) and
+is ``fsync``-ed to disk right after, by a background thread that does not hold
+up the event loop (so a power cut loses at most the last few milliseconds).
 
 Lines are keyed by content (:func:`request_key`): backend and provider, model
 id, the generation settings, the prompt template and its version, the rendered
@@ -34,6 +35,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -115,6 +117,24 @@ class Journal:
             os.close(self._fd)
             raise
         self.appended = 0
+        self._dirty = threading.Event()
+        self._closing = False
+        self._syncer = threading.Thread(target=self._sync_loop, name=f"journal-fsync:{self.path.name}", daemon=True)
+        self._syncer.start()
+
+    def _sync_loop(self) -> None:
+        """Group commit: fsync whenever lines were written since the last fsync."""
+        while True:
+            self._dirty.wait()
+            self._dirty.clear()
+            if self._fd < 0:
+                return
+            try:
+                os.fsync(self._fd)
+            except OSError:  # closed under us: the final fsync in close() covers it
+                return
+            if self._closing:
+                return
 
     # -- opening ------------------------------------------------------------------
     def _lock(self) -> None:
@@ -154,7 +174,7 @@ class Journal:
         return self._records.get(key)
 
     def append(self, record: Mapping[str, Any]) -> dict[str, Any]:
-        """Append one response (must hold ``key`` and ``text``); written and fsync-ed at once."""
+        """Append one response (must hold ``key`` and ``text``): written at once, fsync-ed in the background."""
         rec = {"v": JOURNAL_FORMAT, **record}
         rec.setdefault("time", _utc_now())
         if not isinstance(rec.get("key"), str) or not isinstance(rec.get("text"), str):
@@ -164,13 +184,22 @@ class Journal:
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        os.fsync(self._fd)
+        self._dirty.set()
         self._records.setdefault(rec["key"], rec)
         self.appended += 1
         return rec
 
+    def sync(self) -> None:
+        """fsync now (also done by :meth:`close`)."""
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
     def close(self) -> None:
         if self._fd >= 0:
+            self._closing = True
+            self._dirty.set()
+            self._syncer.join()
+            os.fsync(self._fd)
             os.close(self._fd)  # releases the flock
             self._fd = -1
 

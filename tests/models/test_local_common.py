@@ -152,3 +152,21 @@ def test_job_resources() -> None:
     assert (cpu["gpu"], cpu["gpu_model"]) == (0, "")
     pinned = job_resources({"backend": "transformers", "model_id": "x", "cuda_visible_devices": "2,3"})
     assert pinned["cuda_visible_devices"] == "2,3"
+
+
+# -- the presets of configs/open_models.yaml ---------------------------------------------------
+def test_open_model_presets_are_valid() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from sabre_prior.config import validate_params
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "open_models.yaml"
+    presets = yaml.safe_load(path.read_text())["models"]
+    assert {"qwen2.5-vl-7b", "internvl3-8b", "llava-onevision-7b", "smolvlm-2b", "gemma-3-12b"} <= set(presets)
+    validate_params({"dataset": {"source": "demo"}, "splits": ["context"], "models": presets}, str(path))
+    for name, settings in presets.items():
+        cfg = LocalSettings.from_settings(name, settings)  # no unknown or malformed keys
+        assert settings["backend"] in ("transformers", "vllm") and cfg.dtype == "bfloat16"
+        assert job_resources(settings)["gpu"] >= 1

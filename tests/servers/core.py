@@ -121,6 +121,7 @@ class FakeServer:
     expected_key: str | None = None  # requests with another key get 401
     echo_key_in_errors: bool = False  # worst case: a 401 message quoting the key it got
     keep_bodies: bool = False  # keep each request's JSON (image data replaced by its length)
+    decode_images: bool = True  # False (benchmarks): key requests by text and base64 length only
     answer: Callable[[str, bytes], str] = fake_answer
     rules: list[Rule] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
@@ -224,7 +225,8 @@ class FakeServer:
             body = await request.read()
             try:
                 payload = json.loads(body)
-                model, text, image = proto.parse(path, payload)
+                model, text, data = proto.parse(path, payload)
+                image = P.b64decode(data) if self.decode_images else f"{len(data)}".encode()
             except (ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
                 call.status = 400
                 return proto.error(400, f"bad request: {exc}")

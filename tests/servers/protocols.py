@@ -9,19 +9,20 @@ from typing import Any, Callable, Mapping
 from aiohttp import web
 
 
-def _b64(data: str) -> bytes:
-    return base64.b64decode(data, validate=True)
+def b64decode(data: str) -> bytes:
+    """Standard or URL-safe base64 (the Gemini SDK sends URL-safe)."""
+    return base64.b64decode(data.replace("-", "+").replace("_", "/"), validate=True)
 
 
 # -- OpenAI chat completions --------------------------------------------------------------
-def _openai_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, bytes]:
+def _openai_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
     content = body["messages"][-1]["content"]
     text = "".join(p["text"] for p in content if p.get("type") == "text")
     url = next(p["image_url"]["url"] for p in content if p.get("type") == "image_url")
     header, _, data = url.partition(",")
     if not header.startswith("data:image/") or not header.endswith(";base64"):
         raise ValueError(f"image_url is not a base64 data URL: {header[:40]!r}")
-    return body["model"], text, _b64(data)
+    return body["model"], text, data
 
 
 def _openai_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
@@ -46,13 +47,13 @@ def _openai_error(status: int, message: str, headers: Mapping[str, str] | None =
 
 
 # -- Anthropic Messages -----------------------------------------------------------------------
-def _anthropic_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, bytes]:
+def _anthropic_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
     content = body["messages"][-1]["content"]
     text = "".join(p["text"] for p in content if p.get("type") == "text")
     image = next(p for p in content if p.get("type") == "image")
     if image["source"]["type"] != "base64":
         raise ValueError("image source is not base64")
-    return body["model"], text, _b64(image["source"]["data"])
+    return body["model"], text, image["source"]["data"]
 
 
 def _anthropic_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
@@ -86,13 +87,12 @@ def _anthropic_error(status: int, message: str, headers: Mapping[str, str] | Non
 
 
 # -- Gemini generateContent ----------------------------------------------------------------------
-def _gemini_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, bytes]:
+def _gemini_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
     model = path.rsplit("/models/", 1)[1].split(":", 1)[0]
     parts = body["contents"][-1]["parts"]
     text = "".join(p["text"] for p in parts if "text" in p)
     inline = next(p.get("inlineData") or p.get("inline_data") for p in parts if "inlineData" in p or "inline_data" in p)
-    data = inline["data"].replace("-", "+").replace("_", "/")  # the SDK sends URL-safe base64
-    return model, text, _b64(data)
+    return model, text, inline["data"]
 
 
 def _gemini_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
@@ -125,7 +125,7 @@ def _gemini_error(status: int, message: str, headers: Mapping[str, str] | None =
 @dataclass(frozen=True)
 class Protocol:
     name: str
-    parse: Callable[[str, Mapping[str, Any]], tuple[str, str, bytes]]
+    parse: Callable[[str, Mapping[str, Any]], tuple[str, str, str]]  # model, text, base64 image
     ok: Callable[[str, str, int, int], web.Response]
     error: Callable[..., web.Response]
     api_key: Callable[[web.Request], str | None]

@@ -13,10 +13,6 @@
 # failed job re-runs only the calls it had not finished.
 
 
-def api_job(wildcards):
-    return int(config["models"][wildcards.model].get("backend") in ("openai", "anthropic", "gemini"))
-
-
 rule predict:
     input:
         data="data/parquet/{split}.parquet",
@@ -36,7 +32,7 @@ rule predict:
         gpu_model=model_resource("gpu_model"),
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),
-        api_jobs=api_job,
+        api_jobs=lambda wc: int(config["models"][wc.model].get("backend") in ("openai", "anthropic", "gemini")),
     log:
         "results/logs/predict/{model}/{split}.log",
     conda:

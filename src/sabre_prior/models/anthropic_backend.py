@@ -39,24 +39,21 @@ class AnthropicBackend(ApiBackend):
             raise ConfigError(f"models.{name}.thinking_budget must be 0 (off) or a number of tokens >= 1024")
         self.thinking_budget: int | None = budget
         self.reasoning_effort = settings.get("reasoning_effort")
-        self._client: Any = None
 
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
         out.update(thinking_budget=self.thinking_budget, reasoning_effort=self.reasoning_effort)
         return out
 
-    def client(self) -> Any:
-        if self._client is None:
-            import anthropic
+    def make_client(self) -> Any:
+        import anthropic
 
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.api_key(),
-                base_url=self.base_url,
-                max_retries=0,
-                timeout=self.timeout_s + 1.0,
-            )
-        return self._client
+        return anthropic.AsyncAnthropic(
+            api_key=self.api_key(),
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.timeout_s + 1.0,
+        )
 
     def request(self, query: Query) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` (image first, then the text)."""
@@ -96,10 +93,6 @@ class AnthropicBackend(ApiBackend):
             raise map_openai_error(exc) from None
         return parse_message(resp)
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
 
 
 def parse_message(resp: Any) -> Completion:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
 from ..errors import BackendError, ConfigError
-from .base import Query
+from .base import OPERATIONAL_KEYS, Query
 
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ HARDWARE_KEYS = frozenset(
 )
 
 #: Every setting a local backend understands (others are configuration errors).
-KNOWN_KEYS = HARDWARE_KEYS | frozenset(
+KNOWN_KEYS = HARDWARE_KEYS | OPERATIONAL_KEYS | frozenset(
     {
         "backend",
         "provider",

@@ -1,0 +1,348 @@
+"""GPU check: one open VLM through both local backends on the full-size demo.
+
+Run on a machine with a CUDA GPU (the project installed with the ``local``
+extra, plus ``pip install vllm``)::
+
+    python benchmarks/gpu_check.py --model Qwen/Qwen2.5-VL-7B-Instruct
+    python benchmarks/gpu_check.py --model Qwen/Qwen2.5-VL-7B-Instruct --random-weights  # config only
+    python benchmarks/gpu_check.py --tiny --backends transformers --device cpu          # smoke test
+
+It generates the demo benchmark at full size (``sabre demo-data --scale full``:
+1,000 questions on 600 images of about 1400 x 939 px) and its Parquet splits
+(``sabre fetch``), then answers every question once with the ``vllm`` and once
+with the ``transformers`` backend, each in a process of its own, and prints per
+backend: model load time, questions/s and generated tokens/s of the answering,
+peak GPU memory (device-wide, sampled with nvidia-smi, plus torch's own peak
+for transformers), and the agreement between the two backends (identical
+answer text, and the same answer after the scoring contract's extraction).
+
+Weights: ``--model`` is a hub id read from the local cache (``HF_HOME``) or a
+local directory.  Without the weights, ``--random-weights`` builds a randomly
+initialised checkpoint from the model's config and processor files only (e.g.
+a cache holding just ``config.json``, tokenizer and processor files) and
+evaluates both backends on those same weights, so their agreement is still
+meaningful (random weights rarely stop early: every answer runs to
+``--max-new-tokens``, so questions/s is a pessimistic figure).  ``--tiny`` uses
+the test suite's tiny random LLaVA instead (no files needed; a smoke test).
+
+Target (issue 5): at least 20 questions/s for a 7B VLM with vLLM on one
+H100/H200-class GPU.  The results are also written as JSON (``--output``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SPLITS = ("context", "texture", "attribute", "language")
+TARGET_QPS = 20.0
+
+
+# ---------------------------------------------------------------------------
+# data and model preparation (parent process)
+# ---------------------------------------------------------------------------
+def prepare_data(workdir: Path, scale: str) -> Path:
+    """The demo benchmark at ``scale`` as Parquet splits under ``workdir``."""
+    from sabre_prior.demo import generate
+    from sabre_prior.fetch import fetch_split
+
+    parquet = workdir / f"parquet-{scale}"
+    if all((parquet / f"{s}.parquet").exists() for s in SPLITS):
+        return parquet
+    demo = workdir / f"demo-{scale}"
+    print(generate(demo, scale=scale, seed=0), flush=True)
+    for split in SPLITS:
+        print(fetch_split(str(demo), split, parquet / f"{split}.parquet"), flush=True)
+    return parquet
+
+
+def build_tiny(workdir: Path) -> Path:
+    spec = importlib.util.spec_from_file_location("tiny_vlm", ROOT / "tests" / "fixtures" / "tiny_vlm.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # heads of 32 dims: the smallest vLLM's attention kernels take
+    return module.build_tiny_vlm(workdir / "tiny-vlm", hidden_size=64)
+
+
+def make_random_checkpoint(source: str, out: Path, seed: int = 0) -> Path:
+    """Random weights for ``source``'s config, saved with its processor (worker process)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+    from sabre_prior.models.local_common import hub_offline, resolve_model_source
+
+    src = resolve_model_source(source, allow_download=not hub_offline())
+    kw = {"local_files_only": src.local_files_only}
+    config = AutoConfig.from_pretrained(src.path_or_id, **kw)
+    processor = AutoProcessor.from_pretrained(src.path_or_id, **kw)
+    torch.manual_seed(seed)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# GPU memory sampling
+# ---------------------------------------------------------------------------
+class GpuMemorySampler:
+    """Peak device memory in use (MiB) while a worker runs, from nvidia-smi."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        self.interval = interval
+        self.peak_mib: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int | None:
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        values = [int(v) for v in out.split() if v.strip().isdigit()]
+        return sum(values) if values else None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            used = self._sample()
+            if used is not None:
+                self.peak_mib = max(self.peak_mib or 0, used)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "GpuMemorySampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# ---------------------------------------------------------------------------
+# one backend (worker process)
+# ---------------------------------------------------------------------------
+def run_backend(backend_name: str, settings: dict[str, Any], parquet: Path, max_questions: int | None) -> dict[str, Any]:
+    """Answer every question with one backend; timings, tokens and answers."""
+    from sabre_prior.inference import build_queries
+    from sabre_prior.models.base import create_backend
+    from sabre_prior.prompts import DEFAULT_TEMPLATE
+
+    queries = [q for split in SPLITS for q in build_queries(parquet / f"{split}.parquet", split, DEFAULT_TEMPLATE)]
+    if max_questions:
+        queries = queries[:max_questions]
+    backend = create_backend(backend_name, settings)
+    backend.check_ready()
+    t0 = time.perf_counter()
+    backend.complete_batch(queries[:1])  # loads the model (and compiles, for vLLM)
+    load_s = time.perf_counter() - t0
+    batch = int(settings.get("batch_size", 16))
+    answers: dict[str, str] = {}
+    in_tok = out_tok = 0
+    t0 = time.perf_counter()
+    for start in range(0, len(queries), batch):
+        chunk = queries[start : start + batch]
+        for q, c in zip(chunk, backend.complete_batch(chunk)):
+            answers[q.id] = c.text
+            in_tok += c.input_tokens or 0
+            out_tok += c.output_tokens or 0
+    gen_s = time.perf_counter() - t0
+    torch_peak = None
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch_peak = round(torch.cuda.max_memory_allocated() / 2**20)
+    except ModuleNotFoundError:
+        pass
+    backend.close()
+    return {
+        "backend": backend_name,
+        "questions": len(queries),
+        "load_s": round(load_s, 2),
+        "generate_s": round(gen_s, 2),
+        "questions_per_s": round(len(queries) / gen_s, 2),
+        "input_tokens": in_tok,
+        "output_tokens": out_tok,
+        "output_tokens_per_s": round(out_tok / gen_s, 1),
+        "torch_peak_mib": torch_peak,
+        "answers": answers,
+        "rows": {q.id: {"eval_type": q.row.get("eval_type"), "options": q.row.get("options")} for q in queries},
+    }
+
+
+def agreement(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
+    """Share of questions with identical answers, raw and after the contract's extraction."""
+    from sabre_prior.scoring import score
+
+    ids = sorted(set(a["answers"]) & set(b["answers"]))
+    if not ids:
+        return {"questions": 0, "identical_text": float("nan"), "same_extracted_answer": float("nan")}
+    same_text = sum(a["answers"][i].strip() == b["answers"][i].strip() for i in ids)
+    same_answer = 0
+    for i in ids:
+        row = a["rows"][i]
+        # score each against the other: equal extracted values means the same answer
+        ref = a["answers"][i] if a["answers"][i].strip() else "<empty>"
+        try:
+            same_answer += score(b["answers"][i], ref, row["eval_type"], row["options"]).correct
+        except Exception:  # an answer the contract cannot use as a reference
+            same_answer += a["answers"][i].strip() == b["answers"][i].strip()
+    return {
+        "questions": len(ids),
+        "identical_text": round(same_text / len(ids), 4),
+        "same_extracted_answer": round(same_answer / len(ids), 4),
+    }
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+def backend_settings(args: argparse.Namespace, backend: str, model_dir: str, dummy: bool) -> dict[str, Any]:
+    common: dict[str, Any] = {
+        "backend": backend,
+        "model_id": model_dir,
+        "dtype": args.dtype,
+        "max_new_tokens": args.max_new_tokens,
+    }
+    if dummy:
+        common["load_format"] = "dummy"
+    if backend == "vllm":
+        common.update(
+            batch_size=args.vllm_batch_size,
+            max_model_len=args.max_model_len,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            tensor_parallel_size=args.tensor_parallel_size,
+        )
+        if args.max_pixels:
+            common["processor_kwargs"] = {"max_pixels": args.max_pixels}
+    else:
+        common.update(batch_size=args.hf_batch_size, device=args.device)
+        if args.max_pixels:
+            common["processor_kwargs"] = {"max_pixels": args.max_pixels}
+    return common
+
+
+def _worker_main(args: argparse.Namespace) -> int:
+    if args.worker == "make-random":
+        make_random_checkpoint(args.model, Path(args.worker_out))
+        return 0
+    settings = json.loads(args.worker_settings)
+    result = run_backend(args.worker, settings, Path(args.worker_data), args.max_questions)
+    Path(args.worker_out).write_text(json.dumps(result))
+    return 0
+
+
+def _spawn(args: argparse.Namespace, extra: list[str], log: Path) -> tuple[int, int | None]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), *extra]
+    if args.max_questions:
+        cmd += ["--max-questions", str(args.max_questions)]
+    with GpuMemorySampler() as sampler, open(log, "w") as fh:
+        rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode
+    return rc, sampler.peak_mib
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="Qwen/Qwen2.5-VL-7B-Instruct", help="hub id (local cache) or directory")
+    p.add_argument("--tiny", action="store_true", help="the tests' tiny random VLM (smoke test)")
+    p.add_argument("--random-weights", action="store_true", help="random weights from --model's config and processor")
+    p.add_argument("--dummy", action="store_true", help="load_format: dummy in each backend (no shared weights; no agreement)")
+    p.add_argument("--backends", default="vllm,transformers")
+    p.add_argument("--scale", choices=["small", "full"], default="full")
+    p.add_argument("--max-questions", type=int, default=None)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--device", default="auto", help="transformers backend device")
+    p.add_argument("--vllm-batch-size", type=int, default=1000)
+    p.add_argument("--hf-batch-size", type=int, default=16)
+    p.add_argument("--max-model-len", type=int, default=8192)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.85)
+    p.add_argument("--tensor-parallel-size", type=int, default=1)
+    p.add_argument("--max-pixels", type=int, default=None, help="processor max_pixels (Qwen2-VL family)")
+    p.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "sabre-gpu-check")
+    p.add_argument("--output", type=Path, default=None, help="results JSON (default: WORKDIR/gpu_check.json)")
+    # internal: one backend in a worker process
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--worker-settings", help=argparse.SUPPRESS)
+    p.add_argument("--worker-data", help=argparse.SUPPRESS)
+    p.add_argument("--worker-out", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        return _worker_main(args)
+    workdir: Path = args.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    parquet = prepare_data(workdir, args.scale)
+    if args.tiny:
+        model_dir = str(build_tiny(workdir))
+    elif args.random_weights:
+        model_dir = str(workdir / "random-weights")
+        if not (Path(model_dir) / "config.json").exists():
+            rc, _ = _spawn(args, ["--worker", "make-random", "--model", args.model, "--worker-out", model_dir], workdir / "make-random.log")
+            if rc != 0:
+                print((workdir / "make-random.log").read_text()[-3000:], file=sys.stderr)
+                return rc
+    else:
+        model_dir = args.model
+    results: dict[str, dict[str, Any]] = {}
+    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        out = workdir / f"{backend}.json"
+        settings = backend_settings(args, backend, model_dir, args.dummy)
+        extra = ["--worker", backend, "--worker-settings", json.dumps(settings), "--worker-data", str(parquet), "--worker-out", str(out)]
+        log = workdir / f"{backend}.log"
+        print(f"running {backend} on {model_dir} ... (log: {log})", flush=True)
+        rc, peak = _spawn(args, extra, log)
+        if rc != 0:
+            print(f"{backend} failed (exit {rc}); last lines of {log}:\n{log.read_text()[-3000:]}", file=sys.stderr)
+            continue
+        results[backend] = json.loads(out.read_text())
+        results[backend]["gpu_peak_mib"] = peak
+
+    print(f"\nmodel: {model_dir}  questions: {next(iter(results.values()))['questions'] if results else 0}")
+    print(f"{'backend':<13}{'load s':>8}{'gen s':>9}{'q/s':>9}{'out tok/s':>11}{'GPU peak MiB':>14}{'torch peak MiB':>16}")
+    for name, r in results.items():
+        print(
+            f"{name:<13}{r['load_s']:>8}{r['generate_s']:>9}{r['questions_per_s']:>9}{r['output_tokens_per_s']:>11}"
+            f"{str(r['gpu_peak_mib']):>14}{str(r['torch_peak_mib']):>16}"
+        )
+    summary: dict[str, Any] = {
+        "model": model_dir,
+        "random_weights": bool(args.random_weights or args.tiny or args.dummy),
+        "backends": {k: {kk: vv for kk, vv in v.items() if kk not in ("answers", "rows")} for k, v in results.items()},
+    }
+    if len(results) == 2 and not args.dummy:
+        a, b = results.values()
+        summary["agreement"] = agreement(a, b)
+        print(f"agreement: {summary['agreement']}")
+    if "vllm" in results:
+        ok = results["vllm"]["questions_per_s"] >= TARGET_QPS
+        summary["vllm_target_met"] = ok
+        print(f"vLLM target (>= {TARGET_QPS:.0f} questions/s for a 7B VLM on one H100/H200): {'met' if ok else 'NOT met'}")
+    output = args.output or workdir / "gpu_check.json"
+    output.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    print(f"results: {output}")
+    return 0 if results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""benchmarks/gpu_check.py: its plumbing on CPU (the GPU figures need a GPU machine)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_agreement_uses_the_scoring_contract() -> None:
+    gc = _module()
+    rows = {
+        "a": {"eval_type": "yes_no_exact", "options": None},
+        "b": {"eval_type": "count_exact", "options": None},
+        "c": {"eval_type": "multiple_choice_exact", "options": ["x", "y", "unknown", "z"]},
+        "d": {"eval_type": "yes_no_exact", "options": None},
+    }
+    vllm = {"answers": {"a": "Yes.", "b": "3", "c": "C", "d": "No"}, "rows": rows}
+    hf = {"answers": {"a": "yes", "b": "three", "c": "unknown", "d": "Yes"}, "rows": rows}
+    agree = gc.agreement(vllm, hf)
+    assert agree == {"questions": 4, "identical_text": 0.0, "same_extracted_answer": 0.75}
+
+
+def test_backend_settings() -> None:
+    gc = _module()
+    args = gc.parse_args(["--max-pixels", "1003520", "--tensor-parallel-size", "2"])
+    v = gc.backend_settings(args, "vllm", "/m", dummy=True)
+    assert v["load_format"] == "dummy" and v["tensor_parallel_size"] == 2 and v["batch_size"] == 1000
+    assert v["processor_kwargs"] == {"max_pixels": 1003520} and v["max_new_tokens"] == 64
+    t = gc.backend_settings(args, "transformers", "/m", dummy=False)
+    assert "load_format" not in t and t["batch_size"] == 16 and t["device"] == "auto"
+
+
+@pytest.mark.slow
+def test_smoke_run_on_cpu(tmp_path: Path) -> None:
+    """The whole script on the tiny model: data, a random-weights checkpoint, a worker."""
+    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    work = tmp_path / "work"
+    base = [sys.executable, str(SCRIPT), "--backends", "transformers", "--device", "cpu", "--scale", "small",
+            "--max-questions", "10", "--max-new-tokens", "3", "--workdir", str(work)]  # fmt: skip
+    proc = subprocess.run([*base, "--tiny"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = subprocess.run(
+        [*base, "--random-weights", "--model", str(work / "tiny-vlm"), "--output", str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "r.json").read_text())
+    hf = result["backends"]["transformers"]
+    assert result["random_weights"] and hf["questions"] == 10 and hf["questions_per_s"] > 0
+    assert 10 <= hf["output_tokens"] <= 30 and hf["input_tokens"] > 160
+    assert (work / "random-weights" / "config.json").exists()
+    assert "questions" in proc.stdout and "q/s" in proc.stdout

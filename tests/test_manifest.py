@@ -1,0 +1,146 @@
+"""The run manifest: content-derived code ids (equal to git's), package versions, params/data hashes, models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dvc_helpers import GIT_ID
+
+from sabre_prior import manifest as M
+from sabre_prior.cli import main
+from sabre_prior.errors import DataError
+
+PARAMS = {
+    "dataset": {"source": "demo", "revision": None},
+    "splits": ["context", "attribute"],
+    "models": {
+        "rand": {"backend": "baseline", "strategy": "random", "seed": 0},
+        "gpt": {"backend": "openai", "model_id": "gpt-x-2026", "api_key_env": "OPENAI_API_KEY"},
+    },
+}
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *GIT_ID, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def code_repo(tmp_path: Path) -> Path:
+    """A git repo with a nested package whose names exercise git's tree ordering, an executable and a symlink."""
+    root = tmp_path / "repo"
+    pkg = root / "pkg"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "a" / "x.py").write_text("x = 1\n")
+    (pkg / "a.b").write_text("dotted name sorts before the directory 'a/'?\n")
+    (pkg / "a-b.py").write_text("print('dash')\n")
+    (pkg / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    os.chmod(pkg / "run.sh", 0o755)
+    (pkg / "link").symlink_to("a/x.py")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\x00compiled")
+    (root / "Snakefile").write_text("rule all:\n    input: []\n")
+    (root / ".gitignore").write_text("__pycache__/\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "code")
+    return root
+
+
+def test_code_ids_equal_the_ids_git_gives_the_committed_code(code_repo: Path) -> None:
+    ids = M.code_ids(code_repo, ["pkg", "Snakefile"])
+    assert ids["pkg"] == _git(code_repo, "rev-parse", "HEAD:pkg")
+    assert ids["Snakefile"] == _git(code_repo, "rev-parse", "HEAD:Snakefile")
+    assert M.git_blob_id(b"x = 1\n") == _git(code_repo, "hash-object", "pkg/a/x.py")
+
+
+def test_code_ids_without_git_match_and_ignore_bytecode(code_repo: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(code_repo, plain, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    assert M.code_ids(plain, ["pkg"]) == M.code_ids(code_repo, ["pkg"])
+
+
+def test_code_ids_change_with_the_code_and_find_the_commit(code_repo: Path) -> None:
+    before = M.code_ids(code_repo, ["pkg"])
+    head = _git(code_repo, "rev-parse", "HEAD")
+    assert M.find_commits(code_repo, before) == [head]
+    (code_repo / "pkg" / "a" / "x.py").write_text("x = 2\n")
+    after = M.code_ids(code_repo, ["pkg"])
+    assert after != before
+    assert M.find_commits(code_repo, after) == []
+
+
+def _parquet(path: Path, n: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": [f"q{i}" for i in range(n)], "answer": ["yes"] * n}), path)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "run"
+    (root / "src" / "sabre_prior").mkdir(parents=True)
+    (root / "src" / "sabre_prior" / "m.py").write_text("pass\n")
+    (root / "params.yaml").write_text("dataset: {source: demo}\n")
+    _parquet(root / "data" / "parquet" / "context.parquet", 4)
+    _parquet(root / "data" / "parquet" / "attribute.parquet", 3)
+    return root
+
+
+def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir: Path) -> None:
+    out1, out2 = run_dir / "m1.json", run_dir / "m2.json"
+    args = (PARAMS, run_dir / "params.yaml", run_dir / "data" / "parquet")
+    m = M.write_manifest(*args, out1, run_dir)
+    M.write_manifest(*args, out2, run_dir)
+    assert out1.read_bytes() == out2.read_bytes()
+    assert json.loads(out1.read_text()) == m
+    assert m["params"]["sha256"] == hashlib.sha256((run_dir / "params.yaml").read_bytes()).hexdigest()
+    assert m["data"]["context"]["rows"] == 4 and m["data"]["attribute"]["rows"] == 3
+    assert m["data"]["context"]["columns"] == ["id", "answer"]
+    assert m["data"]["context"]["sha256"] == hashlib.sha256((run_dir / "data/parquet/context.parquet").read_bytes()).hexdigest()
+    assert m["models"] == {
+        "gpt": {"backend": "openai", "model_id": "gpt-x-2026"},
+        "rand": {"backend": "baseline", "model_id": "baseline/random"},
+    }
+    assert set(m["code"]) == {"src/sabre_prior"}
+    assert m["packages"]["python"] and m["packages"]["pyarrow"] == pa.__version__
+    assert "openai" in m["packages"]  # the backend a configured model uses
+    assert "torch" not in m["packages"]  # ... and not one no model uses
+    assert "commit" not in json.dumps(m)  # the commit goes to the log only (see the module docstring)
+
+
+def test_manifest_changes_with_params_and_data(run_dir: Path) -> None:
+    args = (PARAMS, run_dir / "params.yaml", run_dir / "data" / "parquet")
+    first = M.build_manifest(*args, run_dir)
+    (run_dir / "params.yaml").write_text("dataset: {source: demo}  # edited\n")
+    _parquet(run_dir / "data" / "parquet" / "attribute.parquet", 5)
+    second = M.build_manifest(*args, run_dir)
+    assert first["params"] != second["params"]
+    assert first["data"]["attribute"] != second["data"]["attribute"]
+    assert first["data"]["context"] == second["data"]["context"]
+
+
+def test_missing_split_is_a_clear_error(run_dir: Path) -> None:
+    (run_dir / "data" / "parquet" / "attribute.parquet").unlink()
+    with pytest.raises(DataError, match=r"attribute\.parquet: Parquet split not found"):
+        M.build_manifest(PARAMS, run_dir / "params.yaml", run_dir / "data" / "parquet", run_dir)
+
+
+def test_cli_writes_the_manifest_and_logs_the_head_commit(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    params = dict(PARAMS, models={"rand": PARAMS["models"]["rand"]})
+    (run_dir / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(run_dir)
+    assert main(["manifest", "--output", "results/manifest.json"]) == 0
+    written = json.loads((run_dir / "results" / "manifest.json").read_text())
+    assert written["models"] == {"rand": {"backend": "baseline", "model_id": "baseline/random"}}
+    assert "git HEAD: unknown" in capsys.readouterr().out  # not a git repo here
