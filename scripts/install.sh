@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the pipeline into ./.venv (Python >= 3.11).
 #   bash scripts/install.sh          # the pipeline (demo, API backends, DVC)
-#   bash scripts/install.sh --test   # + test tools (pytest, headless Chromium, local-model stack on CPU)
+#   bash scripts/install.sh --test   # + test tools, local-model stack on CPU, SLURM plugin,
+#                                    #   and (as root, with apt-get) chromium, slurm-wlm, munge
 # Idempotent: re-running only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,25 +20,30 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 . .venv/bin/activate
-python -m pip install -q --upgrade pip >/dev/null
 
-if [ -f requirements.lock ]; then
-  # the pinned, reproducible dependency set (regenerate: bash scripts/lock.sh)
-  pip install -q -r requirements.lock
-  pip install -q --no-deps -e .
-else
-  pip install -q -e '.[api,test]'
-fi
+# the pinned, reproducible dependency set (regenerate: bash scripts/lock.sh)
+pip install -q -r requirements.lock
+pip install -q --no-deps -e .
 
 if [ "$want_test" = 1 ]; then
-  if [ -f requirements-test.lock ]; then
-    pip install -q -r requirements-test.lock
-  fi
-  if ! command -v chromium >/dev/null 2>&1; then
+  # test tools, the local-model stack on CPU (torch 2.13.0) and the SLURM executor plugin
+  pip install -q -r requirements-test.lock
+  pip install -q --no-deps -e .
+  # system packages for the browser test (Debian's chromium) and the real single-node
+  # SLURM test (slurm-wlm daemons and munge); tests skip with a reason without them
+  need=()
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v slurmctld >/dev/null 2>&1 || need+=(slurmctld)
+  command -v slurmd >/dev/null 2>&1 || need+=(slurmd)
+  command -v sbatch >/dev/null 2>&1 || need+=(slurm-client)
+  command -v munged >/dev/null 2>&1 || need+=(munge)
+  if [ "${#need[@]}" -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+      echo "installing system packages: ${need[*]}"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     else
-      echo "note: Debian's chromium is not installed; the browser test of the HTML report will be skipped" >&2
+      echo "note: not root or no apt-get; missing ${need[*]}: the browser and SLURM tests will be skipped" >&2
     fi
   fi
 fi

@@ -87,7 +87,8 @@ def test_git_ignores_what_dvc_tracks(built: Path) -> None:
     ignored = git(built, "check-ignore", *tracked_by_dvc, ".snakemake", ".dvc/cache", ".dvc/tmp").stdout.split()
     assert set(ignored) == {*tracked_by_dvc, ".snakemake", ".dvc/cache", ".dvc/tmp"}
     changed = git(built, "status", "--porcelain", "--untracked-files=all").stdout.split("\n")
-    assert [line[3:] for line in changed if line] == ["dvc.lock"]  # nothing else for git to see
+    # nothing for git to see but dvc.lock (changed only when the committed lock is older than the code)
+    assert {line[3:] for line in changed if line} <= {"dvc.lock"}
 
 
 def test_no_planted_secret_in_dvc_or_snakemake_state(built: Path) -> None:

@@ -157,11 +157,16 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate_predictions
 
+    splits = args.splits
+    if args.params is not None:
+        from .config import load_params
+
+        splits = list(load_params(args.params)["splits"])
     metrics = evaluate_predictions(
         Path(args.predictions),
         Path(args.data),
         Path(args.output),
-        splits=args.splits,
+        splits=splits or list(C.SPLITS),
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
     )
     print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
@@ -177,7 +182,9 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
         "--trace-dir",
         help="where per-question traces <split>.jsonl go (default: beside --output, in <output stem>.traces/)",
     )
-    p.add_argument("--splits", nargs="+", choices=C.SPLITS, default=list(C.SPLITS), help="splits to score")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")
+    which.add_argument("--params", help="score the splits configured in this params file (the pipeline's way)")
     p.set_defaults(func=_evaluate)
 
 

@@ -9,12 +9,13 @@ rule evaluate:
         metrics="results/metrics/{model}.json",
         traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
     params:
-        splits=" ".join(SPLITS),
+        # read by `sabre evaluate --params`; listed so a change re-runs the step
+        splits=SPLITS,
     log:
         "results/logs/evaluate/{model}.log",
     conda:
         "../../environment.yml"
     shell:
         "sabre evaluate --predictions results/predictions/{wildcards.model} --data data/parquet"
-        " --splits {params.splits} --output {output.metrics} --trace-dir results/traces/{wildcards.model}"
+        " --params params.yaml --output {output.metrics} --trace-dir results/traces/{wildcards.model}"
         " > {log} 2>&1"
