@@ -3,7 +3,7 @@ and a colleague gets identical results through a DVC remote without recomputing 
 
 These tests compare against the dvc.lock of this working tree: it must have been generated from this
 code (any change to a stage's code or params invalidates it). Regenerate it with
-`dvc repro && sabre dvc-sync check` in the project root (see docs/sharing.md).
+`dvc repro && sabre dvc-sync check` in the project root (README, "Exact reproduction").
 """
 
 from __future__ import annotations

@@ -171,7 +171,19 @@ def predict_split(
     finally:
         if journal is not None:
             journal.close()
-    return _finish(model, settings, split, template, items, result, Path(output), usage_output, run_log_output, journal is not None)
+    return _finish(
+        model,
+        settings,
+        split,
+        template,
+        items,
+        result,
+        Path(output),
+        usage_output,
+        run_log_output,
+        journal is not None,
+        backend.run_info(),
+    )
 
 
 def _finish(
@@ -185,12 +197,13 @@ def _finish(
     usage_output: str | Path | None,
     run_log_output: str | Path | None,
     journaled: bool,
+    backend_info: Mapping[str, Any],
 ) -> SplitRun:
     ids = [item.query.id for item in items]
     stats = result.stats
     write_json(
         Path(run_log_output) if run_log_output else run_log_path(model, split),
-        run_log(stats, result.failures, result.wall_s, {"model": model, "split": split}),
+        run_log(stats, result.failures, result.wall_s, {"model": model, "split": split, **backend_info}),
     )
     run = SplitRun(
         model=model,

@@ -188,6 +188,9 @@ def test_snakemake_pipeline_evaluates_the_tiny_model(tiny_model: Path, tmp_path:
     csv_rows = (root / "results" / "tables" / "main_results.csv").read_text().splitlines()
     assert any(row.startswith("tiny,") for row in csv_rows)
     assert usage_total > 0
+    first_log = json.loads((root / "results" / "logs" / "usage" / "tiny" / "context.json").read_text())
+    assert first_log["throughput"]["questions_per_s"] > 0
+    assert first_log["generation"]["questions"] == first_log["calls"]
 
     # kill-safety: the predictions are gone, the journal is not; no generation is repeated
     before = (root / "results" / "predictions" / "tiny" / "context.jsonl").read_bytes()
@@ -196,3 +199,4 @@ def test_snakemake_pipeline_evaluates_the_tiny_model(tiny_model: Path, tmp_path:
     assert (root / "results" / "predictions" / "tiny" / "context.jsonl").read_bytes() == before
     run_log = json.loads((root / "results" / "logs" / "usage" / "tiny" / "context.json").read_text())
     assert run_log["calls"] == 0 and run_log["cached"] == len(before.splitlines())
+    assert "throughput" not in run_log  # nothing was generated

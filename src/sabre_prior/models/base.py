@@ -171,6 +171,10 @@ class Backend:
         The engine runs it once in a worker thread, so that reading the data goes on meanwhile.
         """
 
+    def run_info(self) -> dict[str, Any]:
+        """Facts about the last run for the run log (e.g. a local model's throughput); JSON-safe."""
+        return {}
+
     def close(self) -> None:
         """Release resources (HTTP clients, GPU memory)."""
 

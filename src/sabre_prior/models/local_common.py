@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
 from ..errors import BackendError, ConfigError
-from .base import OPERATIONAL_KEYS, Query
+from .base import OPERATIONAL_KEYS, Backend, Completion, Query
 
 T = TypeVar("T")
 
@@ -352,3 +352,54 @@ def job_resources(settings: Mapping[str, Any]) -> dict[str, Any]:
         "runtime": int(settings.get("runtime", defaults["runtime"])),
         "cuda_visible_devices": str(settings.get("cuda_visible_devices") or "") if gpus > 0 else "",
     }
+
+
+class LocalBackend(Backend):
+    """Base of the local backends: settings, model location, throughput bookkeeping."""
+
+    kind = "local"
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        super().__init__(name, settings)
+        self.cfg = LocalSettings.from_settings(name, settings)
+        self.source: ModelSource = resolve_model_source(
+            self.cfg.model_id, self.cfg.revision, allow_download=self.cfg.allow_download
+        )
+        self.stats: dict[str, float] = {"questions": 0, "input_tokens": 0, "output_tokens": 0, "seconds": 0.0}
+
+    def cache_identity(self) -> dict[str, Any]:
+        return local_cache_identity(super().cache_identity())
+
+    def _account(self, completions: Sequence[Completion], seconds: float) -> None:
+        for c in completions:
+            c.extra.update({"batch_size": len(completions), "batch_seconds": round(seconds, 4)})
+        self.stats["questions"] += len(completions)
+        self.stats["input_tokens"] += sum(c.input_tokens or 0 for c in completions)
+        self.stats["output_tokens"] += sum(c.output_tokens or 0 for c in completions)
+        self.stats["seconds"] += seconds
+
+    def throughput(self) -> dict[str, float]:
+        """Questions and generated tokens per second of generation so far."""
+        secs = self.stats["seconds"] or float("nan")
+        return {
+            "questions_per_s": self.stats["questions"] / secs,
+            "output_tokens_per_s": self.stats["output_tokens"] / secs,
+        }
+
+    def run_info(self) -> dict[str, Any]:
+        if not self.stats["questions"]:
+            return {}  # everything came from the journal: nothing was generated
+        return {"generation": dict(self.stats), "throughput": self.throughput()}
+
+    @staticmethod
+    def _free_accelerator_memory() -> None:
+        try:
+            import gc
+
+            import torch
+
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ModuleNotFoundError:  # pragma: no cover
+            pass

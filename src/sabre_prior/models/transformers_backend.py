@@ -25,42 +25,29 @@ import time
 from typing import Any, Mapping, Sequence
 
 from ..errors import BackendError
-from .base import Backend, Completion, Query
+from .base import Completion, Query
 from .local_common import (
-    LocalSettings,
-    ModelSource,
+    LocalBackend,
     batched,
     check_model_files,
     decode_image,
     generated_length,
     hf_chat_messages,
-    local_cache_identity,
     missing_model_message,
     resolve_device,
     resolve_dtype,
-    resolve_model_source,
 )
 
 log = logging.getLogger(__name__)
 
 
-class TransformersBackend(Backend):
-    kind = "local"
-
+class TransformersBackend(LocalBackend):
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)
-        self.cfg = LocalSettings.from_settings(name, settings)
-        self.source: ModelSource = resolve_model_source(
-            self.cfg.model_id, self.cfg.revision, allow_download=self.cfg.allow_download
-        )
         self._model: Any = None
         self._processor: Any = None
         self._device: str | None = None
         self._stop_ids: frozenset[int] = frozenset()
-        self.stats: dict[str, float] = {"questions": 0, "input_tokens": 0, "output_tokens": 0, "seconds": 0.0}
-
-    def cache_identity(self) -> dict[str, Any]:
-        return local_cache_identity(super().cache_identity())
 
     # -- loading --------------------------------------------------------------------
     def check_ready(self) -> None:
@@ -179,41 +166,17 @@ class TransformersBackend(Backend):
                     input_tokens=int(n_in),
                     output_tokens=n_out,
                     finish_reason=finish,
-                    extra={"batch_size": len(queries), "batch_seconds": round(seconds, 4)},
                 )
             )
         self._account(completions, seconds)
         return completions
-
-    def _account(self, completions: Sequence[Completion], seconds: float) -> None:
-        self.stats["questions"] += len(completions)
-        self.stats["input_tokens"] += sum(c.input_tokens or 0 for c in completions)
-        self.stats["output_tokens"] += sum(c.output_tokens or 0 for c in completions)
-        self.stats["seconds"] += seconds
-
-    def throughput(self) -> dict[str, float]:
-        """Questions and generated tokens per second of generation so far."""
-        secs = self.stats["seconds"] or float("nan")
-        return {
-            "questions_per_s": self.stats["questions"] / secs,
-            "output_tokens_per_s": self.stats["output_tokens"] / secs,
-        }
 
     def close(self) -> None:
         if self._model is None:
             return
         self._model = None
         self._processor = None
-        try:
-            import gc
-
-            import torch
-
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except ModuleNotFoundError:  # pragma: no cover
-            pass
+        self._free_accelerator_memory()
 
 
 def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:

@@ -25,15 +25,14 @@ import time
 from typing import Any, Mapping, Sequence
 
 from ..errors import BackendError
-from .base import Backend, CallError, Completion, Query
+from .base import CallError, Completion, Query
 from .local_common import (
+    LocalBackend,
     LocalSettings,
     ModelSource,
     check_model_files,
-    local_cache_identity,
     missing_model_message,
     openai_chat_messages,
-    resolve_model_source,
 )
 
 log = logging.getLogger(__name__)
@@ -97,19 +96,11 @@ def parse_output(output: Any, query_id: str = "?") -> Completion:
     )
 
 
-class VLLMBackend(Backend):
-    kind = "local"
-
+class VLLMBackend(LocalBackend):
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)
-        self.cfg = LocalSettings.from_settings(name, settings)
-        self.source = resolve_model_source(self.cfg.model_id, self.cfg.revision, allow_download=self.cfg.allow_download)
         self._llm: Any = None
         self._sampling: Any = None
-        self.stats: dict[str, float] = {"questions": 0, "input_tokens": 0, "output_tokens": 0, "seconds": 0.0}
-
-    def cache_identity(self) -> dict[str, Any]:
-        return local_cache_identity(super().cache_identity())
 
     def check_ready(self) -> None:
         try:
@@ -144,33 +135,11 @@ class VLLMBackend(Backend):
         if len(outputs) != len(queries):
             raise CallError(f"vLLM returned {len(outputs)} outputs for {len(queries)} questions", retryable=False)
         completions = [parse_output(o, q.id) for o, q in zip(outputs, queries)]
-        for c in completions:
-            c.extra.update({"batch_size": len(queries), "batch_seconds": round(seconds, 4)})
-        self.stats["questions"] += len(completions)
-        self.stats["input_tokens"] += sum(c.input_tokens or 0 for c in completions)
-        self.stats["output_tokens"] += sum(c.output_tokens or 0 for c in completions)
-        self.stats["seconds"] += seconds
+        self._account(completions, seconds)
         return completions
-
-    def throughput(self) -> dict[str, float]:
-        """Questions and generated tokens per second of generation so far."""
-        secs = self.stats["seconds"] or float("nan")
-        return {
-            "questions_per_s": self.stats["questions"] / secs,
-            "output_tokens_per_s": self.stats["output_tokens"] / secs,
-        }
 
     def close(self) -> None:
         if self._llm is None:
             return
         self._llm = None
-        try:
-            import gc
-
-            import torch
-
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except ModuleNotFoundError:  # pragma: no cover
-            pass
+        self._free_accelerator_memory()
