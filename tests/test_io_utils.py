@@ -38,3 +38,18 @@ def test_stable_json_and_jsonl(tmp_path: Path) -> None:
     assert (tmp_path / "p.jsonl").read_text() == '{"id": "q1", "prediction": null}\n{"id": "q2", "prediction": "B"}\n'
     with pytest.raises(ValueError):
         dumps_stable({"x": float("nan")})
+
+
+def test_read_json_file_names_the_file(tmp_path: Path) -> None:
+    from sabre_prior.errors import DataError
+    from sabre_prior.io_utils import read_json_file
+
+    good = tmp_path / "good.json"
+    good.write_text('{"a": 1}')
+    assert read_json_file(good, missing="m") == {"a": 1}
+    with pytest.raises(DataError, match=r"nope\.json: metrics file not found$"):
+        read_json_file(tmp_path / "nope.json", missing="metrics file not found")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    with pytest.raises(DataError, match=r"bad\.json: not valid JSON: "):
+        read_json_file(bad, missing="m")

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
+from .errors import DataError, SabreError
+
 
 def _current_umask() -> int:
     mask = os.umask(0)
@@ -65,3 +67,14 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
 def write_text(path: str | Path, text: str) -> None:
     with atomic_writer(path) as fh:
         fh.write(text)
+
+
+def read_json_file(path: str | Path, *, missing: str, error: type[SabreError] = DataError) -> Any:
+    """The JSON content of ``path``; errors name the file (``"<path>: <missing>"`` when it is absent)."""
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{p}: {missing}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{p}: not valid JSON: {exc}") from None

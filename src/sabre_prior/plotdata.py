@@ -9,13 +9,12 @@ with no edit to ``dvc.yaml``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import contracts as C
 from .errors import DataError
-from .io_utils import write_text
+from .io_utils import read_json_file, write_text
 
 PLOT_DATA_PATH = "results/plots/split_accuracy.csv"
 COLUMNS = ("model", "split", "accuracy")
@@ -27,12 +26,7 @@ def split_accuracy_rows(params: Mapping[str, Any], metrics_dir: Path) -> list[tu
     rows: list[tuple[str, str, float]] = []
     for model in params.get("models") or {}:
         path = Path(metrics_dir) / f"{model}.json"
-        try:
-            metrics = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"{path}: metrics of model {model!r} not found (run `sabre evaluate` for it first)") from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: not valid JSON: {exc}") from exc
+        metrics = read_json_file(path, missing=f"metrics of model {model!r} not found (run `sabre evaluate` for it first)")
         for split in splits:
             try:
                 value = metrics[split][C.M_ACCURACY]

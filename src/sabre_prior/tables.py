@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 from . import contracts as C
 from .config import display_name
 from .errors import SabreError
-from .io_utils import write_text
+from .io_utils import read_json_file, write_text
 
 #: The four split columns of the main table, in the paper's order.
 TABLE_SPLITS: tuple[str, ...] = tuple(C.MAIN_TABLE_COLUMNS[1:5])
@@ -170,15 +169,12 @@ def configured_splits(params: Mapping[str, Any]) -> list[str]:
 
 
 def _read_json(path: Path, what: str, model: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise ResultsFileError(
-            f"{path}: {what} file for model '{model}' not found "
-            f"(configured in params.yaml; produce it first, e.g. with `snakemake`)"
-        )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsFileError(f"{path}: not valid JSON: {exc}") from exc
+    data = read_json_file(
+        path,
+        missing=f"{what} file for model '{model}' not found "
+        "(configured in params.yaml; produce it first, e.g. with `snakemake`)",
+        error=ResultsFileError,
+    )
     if not isinstance(data, dict):
         raise ResultsFileError(f"{path}: top level must be a JSON object")
     return data

@@ -9,7 +9,6 @@ Format (fractions 0-1; keys from :mod:`sabre_prior.contracts`)::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import numpy as np
 
 from .. import contracts as C
 from ..errors import DataError
-from ..io_utils import write_json
+from ..io_utils import read_json_file, write_json
 from .settings import AnalysisSettings
 from .stats import (
     Interval,
@@ -85,14 +84,8 @@ def write_model_intervals(
     """Read a model's traces, compute its intervals, cross-check the metrics file, write JSON."""
     intervals = compute_intervals(model_outcomes(trace_dir, splits), settings)
     if metrics_file is not None:
-        mpath = Path(metrics_file)
-        try:
-            metrics = json.loads(mpath.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"{mpath}: metrics file not found") from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{mpath}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
-        check_against_metrics(intervals, metrics, splits, str(mpath))
+        metrics = read_json_file(metrics_file, missing="metrics file not found")
+        check_against_metrics(intervals, metrics, splits, str(metrics_file))
     write_json(output, intervals)
     return intervals
 
@@ -100,12 +93,7 @@ def write_model_intervals(
 def read_intervals(path: str | Path) -> dict[str, Any]:
     """Read an intervals file, naming it on error."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{p}: intervals file not found (run `sabre intervals` / the intervals rule)") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{p}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    data = read_json_file(p, missing="intervals file not found (run `sabre intervals` / the intervals rule)")
     if not isinstance(data, dict) or C.I_MACRO not in data:
         raise DataError(f"{p}: not an intervals file (no {C.I_MACRO!r} key)")
     return data
