@@ -1228,7 +1228,6 @@ def _num(i: int) -> str:
 
 def _context_items(sc: Scale, seed: int) -> Iterator[_Item]:
     split, scenes = "context", list(SCENES)
-    probes = C.PROBES[split]
     for i in range(sc.pairs):
         pair_id = f"{split}_{_num(i)}"
         rng = _rng(seed, pair_id)
@@ -1237,19 +1236,16 @@ def _context_items(sc: Scale, seed: int) -> Iterator[_Item]:
         source, target = rng.choice(sources), rng.choice(targets)
         base, edited = _context_images(sc, rng, scene, source, target)
         extra = {"scene": scene, "source_object": source, "target_object": target}
-        for role, img in (("base", base), ("edited", edited)):
-            rows = []
-            for probe, (probe_role, expected) in probes.items():
-                if probe_role != role:
-                    continue
-                obj = source if probe.endswith("source") else target
-                rows.append(_paired_row(split, pair_id, probe, f"Is there a {obj} visible in this {scene}?", expected, extra))
-            yield _Item(f"{IMAGES_DIR}/{pair_id}_{role}.jpg", img, rows)
+
+        def question(probe: str) -> str:
+            obj = source if probe.endswith("source") else target
+            return f"Is there a {obj} visible in this {scene}?"
+
+        yield from _pair_items(split, pair_id, base, edited, question, extra)
 
 
 def _texture_items(sc: Scale, seed: int) -> Iterator[_Item]:
     split, objects = "texture", list(TEXTURE_OBJECTS)
-    probes = C.PROBES[split]
     for i in range(sc.pairs):
         pair_id = f"{split}_{_num(i)}"
         rng = _rng(seed, pair_id)
@@ -1258,15 +1254,30 @@ def _texture_items(sc: Scale, seed: int) -> Iterator[_Item]:
         counterfactual = rng.choice([m for m in COUNTERFACTUAL_MATERIALS if m != normal])
         base, edited = _texture_images(sc, rng, obj, counterfactual)
         extra = {"object": obj, "normal_material": normal, "counterfactual_material": counterfactual}
-        for role, img in (("base", base), ("edited", edited)):
-            rows = []
-            for probe, (probe_role, expected) in probes.items():
-                if probe_role != role:
-                    continue
-                material = normal if probe.endswith("normal") else counterfactual
-                q = f"Is the surface of the {obj} in this image made of {material}?"
-                rows.append(_paired_row(split, pair_id, probe, q, expected, extra))
-            yield _Item(f"{IMAGES_DIR}/{pair_id}_{role}.jpg", img, rows)
+
+        def question(probe: str) -> str:
+            material = normal if probe.endswith("normal") else counterfactual
+            return f"Is the surface of the {obj} in this image made of {material}?"
+
+        yield from _pair_items(split, pair_id, base, edited, question, extra)
+
+
+def _pair_items(
+    split: str,
+    pair_id: str,
+    base: Image.Image,
+    edited: Image.Image,
+    question: Callable[[str], str],
+    extra: dict[str, Any],
+) -> Iterator[_Item]:
+    """The pair's two images, each with the rows of its probes (contracts.PROBES order)."""
+    for role, img in (("base", base), ("edited", edited)):
+        rows = [
+            _paired_row(split, pair_id, probe, question(probe), expected, extra)
+            for probe, (probe_role, expected) in C.PROBES[split].items()
+            if probe_role == role
+        ]
+        yield _Item(f"{IMAGES_DIR}/{pair_id}_{role}.jpg", img, rows)
 
 
 def _paired_row(split: str, pair_id: str, probe: str, question: str, answer: str, extra: dict[str, Any]) -> dict[str, Any]:
