@@ -9,6 +9,11 @@ min_version("8.20")
 configfile: "params.yaml"
 
 
+# unknown or misspelt keys are errors with the closest valid key suggested (sabre_prior.config);
+# Snakemake's validate then fills in the schema's defaults
+from sabre_prior.config import validate_params
+
+validate_params(config, "params.yaml")
 validate(config, "workflow/schemas/params.schema.yaml")
 
 # Snakemake and DVC agree on what is up to date: before planning, align mtimes and

@@ -75,3 +75,57 @@ def test_cli_check_config_reports_errors(tmp_path: Path, params: dict, capsys) -
     err = capsys.readouterr().err
     assert "models.random.backend" in err and "Traceback" not in err
     assert main(["check-config", "--params", str(ROOT / "params.yaml")]) == 0
+
+
+@pytest.mark.parametrize(
+    ("mutate", "line"),
+    [
+        (lambda p: p.update(sead=7), "  - sead: unknown key; valid keys here: analysis, dataset, models, prompt, splits"),
+        (lambda p: p.update(analysys={}), "  - analysys: unknown key (did you mean 'analysis'?)"),
+        (lambda p: p["dataset"].update(revison="v1"), "  - dataset.revison: unknown key (did you mean 'revision'?)"),
+        (lambda p: p["dataset"]["demo"].update(sead=1), "  - dataset.demo.sead: unknown key (did you mean 'seed'?)"),
+        (lambda p: p["analysis"].update(sead=1), "  - analysis.sead: unknown key (did you mean 'seed'?)"),
+        (lambda p: p["analysis"]["report"].update(thumbnail=9), "  - analysis.report.thumbnail: unknown key (did you mean 'thumbnail_px'?)"),
+        (lambda p: p["prompt"].update(templat="x"), "  - prompt.templat: unknown key (did you mean 'template'?)"),
+        (lambda p: p["models"]["random"].update(sead=3), "  - models.random.sead: unknown key for backend 'baseline' (did you mean 'seed'?)"),
+        # valid for another backend, not for this one
+        (lambda p: p["models"]["random"].update(model_id="x"), "  - models.random.model_id: unknown key for backend 'baseline';"),
+        (
+            lambda p: p["models"].update(g={"backend": "openai", "model_id": "m", "api_key_env": "K", "max_new_tokens": 5}),
+            "  - models.g.max_new_tokens: unknown key for backend 'openai' (did you mean 'max_output_tokens'?)",
+        ),
+    ],
+)
+def test_unknown_keys_are_errors_with_the_closest_key(params: dict, mutate, line: str) -> None:
+    bad = copy.deepcopy(params)
+    bad.setdefault("prompt", {})
+    mutate(bad)
+    with pytest.raises(ConfigError) as info:
+        validate_params(bad, "params.yaml")
+    lines = str(info.value).splitlines()
+    assert len(lines) == 2, lines  # one line per bad field, never twice
+    assert lines[1].startswith(line), lines[1]
+
+
+@pytest.mark.parametrize("preset", ["configs/paper.yaml", "configs/open_models.yaml"])
+def test_shipped_presets_use_only_keys_their_backends_read(params: dict, preset: str) -> None:
+    merged = {**params, "models": yaml.safe_load((ROOT / preset).read_text())["models"]}
+    validate_params(merged, preset)
+
+
+def test_snakemake_stops_on_an_unknown_key_with_the_suggestion(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from project import copy_project
+
+    project = copy_project(tmp_path / "p")
+    text = (project / "params.yaml").read_text()
+    (project / "params.yaml").write_text(text.replace("  seed: 0\n  confidence", "  sead: 0\n  confidence", 1))
+    assert "sead" in (project / "params.yaml").read_text()
+    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "all"], cwd=project,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode != 0
+    assert "analysis.sead: unknown key (did you mean 'seed'?)" in proc.stdout + proc.stderr
+    shutil.rmtree(project)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -29,17 +30,56 @@ def _format_path(path: Any) -> str:
     return ".".join(parts) if parts else "<top level>"
 
 
+def closest(key: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest valid key, or nothing when none is close."""
+    match = difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _unknown_keys(err: Any) -> list[tuple[str, list[str]]]:
+    """(unknown key, valid keys) for an error about keys, else []."""
+    if err.validator == "additionalProperties" and err.validator_value is False and isinstance(err.instance, dict):
+        valid = list(err.schema.get("properties") or {})
+        return [(k, valid) for k in err.instance if k not in valid]
+    if "propertyNames" in err.absolute_schema_path and err.validator == "enum":
+        return [(str(err.instance), list(err.validator_value))]
+    return []
+
+
 def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> None:
-    """Validate against the schema; raise :class:`ConfigError` naming every bad field."""
+    """Validate against the schema; raise :class:`ConfigError` naming every bad field.
+
+    An unknown key (at any level: the top, ``dataset``, ``analysis``, a model entry for its
+    backend) is an error with the closest valid key suggested: a misspelt setting must not
+    be silently ignored.
+    """
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"{source}: invalid configuration:"]
-        for err in errors:
-            lines.append(f"  - {_format_path(err.absolute_path)}: {err.message}")
-        raise ConfigError("\n".join(lines))
+    lines: dict[str, str] = {}  # ordered by path, one line per field
+    for err in errors:
+        where = list(err.absolute_path)
+        unknown = _unknown_keys(err)
+        if not unknown:
+            lines.setdefault(f"{_format_path(where)}: {err.message}", f"{_format_path(where)}: {err.message}")
+        for key, valid in unknown:
+            field = _format_path([*where, key])
+            per_backend = "propertyNames" in err.absolute_schema_path
+            if field in lines and not per_backend:
+                continue  # the per-backend message says more
+            backend = params_at(params, where).get("backend") if per_backend else None
+            scope = f" for backend {backend!r}" if backend else ""
+            lines[field] = f"{field}: unknown key{scope}{closest(key, valid)}; valid keys here: {', '.join(sorted(valid))}"
+    if lines:
+        raise ConfigError("\n".join([f"{source}: invalid configuration:", *(f"  - {v}" for v in lines.values())]))
+
+
+def params_at(params: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, Any]:
+    node: Any = params
+    for part in path:
+        node = node[part]
+    return node if isinstance(node, Mapping) else {}
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
