@@ -171,11 +171,12 @@ def _pixel_size(data: bytes) -> tuple[int | None, int | None]:
 
 
 def _reencode(data: bytes, policy: ImagePolicy) -> bytes:
-    from PIL import Image
+    from PIL import Image, ImageOps
 
     with Image.open(io.BytesIO(data)) as im:
         im.load()
-        img = im.convert("RGB")
+        # the re-encoded JPEG carries no EXIF: turn the pixels upright first
+        img = ImageOps.exif_transpose(im).convert("RGB")
     if policy.max_side is not None and max(img.size) > policy.max_side:
         scale = policy.max_side / max(img.size)
         size = (max(1, round(img.width * scale)), max(1, round(img.height * scale)))

@@ -40,12 +40,12 @@ def _resource(name: str) -> str:
 
 def thumbnail_uri(data: bytes, max_px: int) -> str:
     """A JPEG data URI of the image scaled to fit ``max_px`` x ``max_px`` (never enlarged)."""
-    from PIL import Image
+    from PIL import Image, ImageOps
 
     try:
         with Image.open(io.BytesIO(data)) as img:
             img.draft("RGB", (max_px, max_px))  # fast JPEG downscale on decode
-            rgb = img.convert("RGB")
+            rgb = ImageOps.exif_transpose(img).convert("RGB")  # upright: the thumbnail has no EXIF
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:  # what PIL raises for bad images
         raise DataError(f"image of {image_mime(data)} could not be decoded: {exc}") from None
     rgb.thumbnail((max_px, max_px), Image.Resampling.LANCZOS)

@@ -236,11 +236,11 @@ def check_model_files(name: str, source: ModelSource) -> None:
 # ---------------------------------------------------------------------------
 def decode_image(data: bytes, query_id: str = "?") -> Any:
     """The query's image as an RGB ``PIL.Image`` (fully loaded)."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
         with Image.open(io.BytesIO(data)) as img:
-            return img.convert("RGB")
+            return ImageOps.exif_transpose(img).convert("RGB")  # upright, as a viewer shows it
     except (UnidentifiedImageError, OSError) as exc:
         raise BackendError(f"question {query_id}: the image cannot be decoded ({exc})") from exc
 
