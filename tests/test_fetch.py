@@ -27,6 +27,8 @@ from sabre_prior.errors import AccessError, DataError
 from sabre_prior.fetch import explain_load_error, fetch_split, open_split, write_parquet
 from sabre_prior.prompts import options_mapping
 
+from layouts import LAYOUTS, write_layout
+
 BIN = Path(sys.executable).parent
 HUB_PAGE = "https://huggingface.co/datasets/Zesearch/SABRE-Prior"
 
@@ -103,17 +105,70 @@ def test_rows_are_written_in_bounded_row_groups(demo_dir: Path, tmp_path: Path) 
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [5, 5, 2]
 
 
-def test_options_as_a_list_are_accepted(demo_copy: Path, tmp_path: Path) -> None:
-    rows = _metadata(demo_copy, "language")
-    mappings = [r["options"] for r in rows]
-    for r in rows:
-        r["options"] = [r["options"][k] for k in C.OPTION_LETTERS]
-    _write_metadata(demo_copy, "language", rows)
-    out = tmp_path / "language.parquet"
-    fetch_split(str(demo_copy), "language", out)
-    stored = [r["options"] for r in pq.read_table(out, columns=["options"]).to_pylist()]
-    assert all(isinstance(o, list) for o in stored)
-    assert [options_mapping(o) for o in stored] == mappings
+@pytest.fixture(scope="module")
+def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("layouts")
+
+
+@pytest.mark.parametrize("layout", [x for x in LAYOUTS if x != "jsonl"])
+def test_every_mirror_layout_gives_the_same_parquet(
+    demo_dir: Path, demo_parquet_dir: Path, layout_root: Path, layout: str
+) -> None:
+    mirror = write_layout(demo_dir, layout_root / layout, layout)
+    assert not (mirror / "data" / "language" / "metadata.jsonl").exists() or layout == "nested"
+    for split in C.SPLITS:
+        out = layout_root / f"{layout}-{split}.parquet"
+        fetch_split(str(mirror), split, out)
+        assert out.read_bytes() == (demo_parquet_dir / f"{split}.parquet").read_bytes(), f"{layout}: {split}"
+
+
+def test_options_are_stored_as_a_letter_mapping_without_repeated_letters(demo_parquet_dir: Path) -> None:
+    from sabre_prior.prompts import render
+
+    rows = pq.read_table(demo_parquet_dir / "language.parquet", columns=["options", "question"]).to_pylist()
+    for row in rows:
+        assert sorted(row["options"]) == list(C.OPTION_LETTERS)
+        assert not any(v.startswith(f"{k}. ") for k, v in row["options"].items())
+        prompt = render({**row, "eval_type": "multiple_choice_exact"}, "multiple_choice_exact")
+        assert "A. A." not in prompt and f"A. {row['options']['A']}" in prompt
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["red", "blue"], {"A": "red", "B": "blue"}),
+        ({"a": "red", "B": "blue"}, {"A": "red", "B": "blue"}),
+        ('["red", "blue"]', {"A": "red", "B": "blue"}),  # JSON text (a CSV mirror)
+        ('{"A": "red", "B": "blue"}', {"A": "red", "B": "blue"}),
+        ("['red', 'blue']", {"A": "red", "B": "blue"}),  # pandas' to_csv of a list column
+        ("A. red | B. blue", {"A": "red", "B": "blue"}),  # the delimiter form
+        ("A) red\nB) blue", {"A": "red", "B": "blue"}),
+        (["A. red", "(B) blue", "C: I cannot tell"], {"A": "red", "B": "blue", "C": "I cannot tell"}),
+        (["A cat", "B. A dog"], {"A": "A cat", "B": "A dog"}),  # an article is not a letter prefix
+        (["B. red"], {"A": "B. red"}),  # another letter than its own: kept
+    ],
+)
+def test_options_mapping_accepts_every_container(options: Any, expected: dict[str, str]) -> None:
+    assert options_mapping(options) == expected
+
+
+def test_option_text_matching_works_for_lettered_options() -> None:
+    from sabre_prior.scoring import score
+
+    opts = ["A. red", "B. blue", "C. green", "D. It cannot be determined"]
+    assert score("it cannot be determined", "D", "multiple_choice_exact", opts).correct
+    assert score("D", "D", "multiple_choice_exact", opts).correct
+    assert not score("blue", "D", "multiple_choice_exact", opts).correct
+
+
+def test_bad_options_text_names_the_row(demo_dir: Path, layout_root: Path) -> None:
+    mirror = write_layout(demo_dir, layout_root / "bad-options", "csv")
+    path = mirror / "data" / "language" / "metadata.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace('"[""', '"[oops ""', 1)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"language: row 'language_001', field 'options': options text '\[oops"):
+        fetch_split(str(mirror), "language", layout_root / "bad.parquet")
 
 
 def test_regenerated_demo_is_read_afresh(tmp_path: Path) -> None:

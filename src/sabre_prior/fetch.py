@@ -235,6 +235,65 @@ def is_local_source(source: str) -> bool:
 
 
 # ---------------------------------------------------------------------------
+# The dataset card of a local mirror
+# ---------------------------------------------------------------------------
+def card_metadata(source: str | Path) -> dict[str, Any]:
+    """The YAML front matter of ``<source>/README.md`` (the dataset card); {} when there is none."""
+    import yaml
+
+    card = Path(source).expanduser() / "README.md"
+    if not card.is_file():
+        return {}
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return {}
+    try:
+        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
+    except yaml.YAMLError as exc:
+        raise DataError(f"{card}: the dataset card's YAML header is not valid YAML: {exc}") from None
+    return meta if isinstance(meta, dict) else {}
+
+
+def split_patterns(source: str | Path, split: str) -> list[str]:
+    """The ``data_files`` patterns the card declares for ``split``'s test split (hub card layout)."""
+    for config in card_metadata(source).get("configs") or []:
+        if not isinstance(config, dict) or config.get("config_name") != split:
+            continue
+        files = config.get("data_files") or []
+        entries = files if isinstance(files, list) else [files]
+        patterns: list[str] = []
+        for entry in entries:
+            paths = entry.get("path") if isinstance(entry, dict) else entry
+            if isinstance(entry, dict) and entry.get("split", C.HUB_SPLIT) != C.HUB_SPLIT:
+                continue
+            patterns += [str(p) for p in (paths if isinstance(paths, list) else [paths]) if p]
+        return patterns
+    return []
+
+
+def split_folder(pattern: str) -> str:
+    """The folder part of a data_files pattern before any wildcard (``data/context/**`` -> ``data/context``)."""
+    parts = []
+    for part in pattern.split("/"):
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    return "/".join(parts) or "."
+
+
+def check_split_folder(source: str, split: str) -> None:
+    """A missing split folder is named as the card expects it (before ``datasets`` says less)."""
+    patterns = split_patterns(source, split)
+    folders = sorted({split_folder(p) for p in patterns})
+    missing = [f for f in folders if not (Path(source).expanduser() / f).exists()]
+    if patterns and len(missing) == len(folders):
+        raise DataError(
+            f"{source}: split {split!r} is missing: the dataset card (README.md) expects its files at "
+            f"{', '.join(patterns)}, but there is no folder {', '.join(f + '/' for f in missing)}"
+        )
+
+
+# ---------------------------------------------------------------------------
 # Loading, Parquet
 # ---------------------------------------------------------------------------
 @contextmanager
@@ -315,6 +374,65 @@ def write_parquet(table: pa.Table, output: Path, row_group_rows: int = ROW_GROUP
     return output.stat().st_size
 
 
+#: Contract columns stored as text whatever the mirror's format made of them (a CSV reads "3" as 3).
+TEXT_COLUMNS = (
+    C.COL_ID, C.COL_SUBSET, C.COL_QUESTION, C.COL_ANSWER, C.COL_EVAL_TYPE,
+    C.COL_QUESTION_TYPE, C.COL_PAIR_ID, C.COL_PROBE, C.COL_ANSWER_TEXT, C.COL_SUGGESTED_OPTION, C.COL_UNKNOWN_OPTION,
+)
+
+
+def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
+    """One form for every layout of a mirror, so that they all give the same Parquet.
+
+    Columns in name order; ``options`` as a letter-keyed mapping (from a list, a mapping, JSON
+    text or lettered texts, :func:`~sabre_prior.prompts.options_mapping`); contract text columns
+    as strings, every text column as ``string`` (a CSV gives ``large_string``); the ``huggingface`` schema metadata (features, the image as ``Image``) rebuilt.
+    """
+    import datasets
+    import pyarrow.compute as pc
+    from datasets.table import table_cast
+
+    from .prompts import options_mapping
+
+    feats = dict(features)
+    if C.COL_OPTIONS in table.column_names:
+        ids = table.column(C.COL_ID).to_pylist() if C.COL_ID in table.column_names else []
+        mapped = []
+        for i, value in enumerate(table.column(C.COL_OPTIONS).to_pylist()):
+            try:
+                mapped.append(options_mapping(value))
+            except (TypeError, ValueError) as exc:
+                rid = ids[i] if i < len(ids) else f"<row {i}>"
+                raise DataError(f"{split}: row {rid!r}, field {C.COL_OPTIONS!r}: {exc}") from None
+        keys = sorted({k for m in mapped for k in m})
+        if keys:
+            kind = pa.struct([(k, pa.string()) for k in keys])
+            array = pa.array([{k: m.get(k) for k in keys} if m else None for m in mapped], kind)
+            table = table.set_column(table.column_names.index(C.COL_OPTIONS), C.COL_OPTIONS, array)
+            feats[C.COL_OPTIONS] = {k: datasets.Value("string") for k in keys}
+    for name in table.column_names:
+        kind = table.schema.field(name).type
+        if pa.types.is_large_string(kind) or (name in TEXT_COLUMNS and not pa.types.is_string(kind)):
+            column = pc.cast(table.column(name), pa.string())
+            table = table.set_column(table.column_names.index(name), name, column)
+            feats[name] = datasets.Value("string")
+    order = sorted(table.column_names)
+    ordered = datasets.Features({name: feats[name] for name in order})
+    return table_cast(table.select(order), ordered.arrow_schema)
+
+
+def is_demo_copy(source: str, local: bool) -> bool:
+    """A local copy of the generated demo (its card carries the ``sabre-prior-demo`` tag)."""
+    if not local:
+        return False
+    card = Path(source).expanduser() / "README.md"
+    try:
+        text = card.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "\n- sabre-prior-demo\n" in text.split("\n---", 1)[0] + "\n"
+
+
 def fetch_split(
     source: str,
     split: str,
@@ -325,19 +443,21 @@ def fetch_split(
 ) -> str:
     """Load, validate and write one split as self-contained Parquet; returns a one-line summary.
 
-    ``check_counts`` enforces the official sizes; by default it is on for a hub source and off
-    for a local directory (the small demo is smaller than the real dataset).
+    ``check_counts`` enforces the official sizes; by default it is on for every copy of the real
+    dataset (the hub, or a local mirror) and off for the generated demo (smaller by design).
     """
     if split not in C.SPLITS:
         raise DataError(f"unknown split {split!r} (expected one of {', '.join(C.SPLITS)})")
     local = is_local_source(source)
+    if local:
+        check_split_folder(source, split)
     with open_split(source, split, revision, local=local) as ds:
-        table = _arrow_table(ds)
+        table = canonical_table(_arrow_table(ds), ds.features, split)
         columns = table.column_names
         meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
         rows: list[dict[str, Any]] = meta.to_pylist()
         keys = image_keys(table)
-        counts = (not local) if check_counts is None else check_counts
+        counts = (not is_demo_copy(source, local)) if check_counts is None else check_counts
         validate_split(split, rows, columns, keys, official_counts=counts, source=source)
         size = write_parquet(table, Path(output))
         del table, meta
