@@ -119,3 +119,30 @@ def write_layout(demo: Path, dest: Path, layout: str, *, demo_tag: bool = True) 
     if not demo_tag:
         _rewrite_card(dest, "data/{split}/**", demo_tag)
     return dest
+
+
+OFFICIAL_SIZES = {"context": 400, "texture": 400, "attribute": 100, "language": 100}
+
+
+def write_official_size_mirror(dest: Path, sizes: dict[str, int] | None = None) -> Path:
+    """A mirror with the official counts (tiny images; rows from tests/servers/dataset.py), card without the
+    demo tag: a copy of the real dataset as far as the count check can tell. ``sizes`` makes a partial one."""
+    from servers.dataset import rows_for
+
+    sizes = {**OFFICIAL_SIZES, **(sizes or {})}
+    configs = []
+    for split in SPLITS:
+        folder = dest / "data" / split
+        (folder / "images").mkdir(parents=True)
+        lines = []
+        for row in rows_for(split, sizes[split], image_size=(24, 16)):
+            image = row.pop("image")
+            (folder / "images" / image["path"]).write_bytes(image["bytes"])
+            lines.append(json.dumps({**row, "file_name": f"images/{image['path']}"}) + "\n")
+        (folder / "metadata.jsonl").write_text("".join(lines), encoding="utf-8")
+        configs.append(
+            f"- config_name: {split}\n  drop_labels: true\n  data_files:\n  - split: test\n    path: data/{split}/**\n"
+        )
+    card = "---\nlicense: cc-by-nc-4.0\npretty_name: SABRE-Prior (test mirror)\nconfigs:\n" + "".join(configs) + "---\n"
+    (dest / "README.md").write_text(card + "\n# SABRE-Prior mirror for tests\n", encoding="utf-8")
+    return dest

@@ -27,7 +27,7 @@ from sabre_prior.errors import AccessError, DataError
 from sabre_prior.fetch import explain_load_error, fetch_split, open_split, write_parquet
 from sabre_prior.prompts import options_mapping
 
-from layouts import LAYOUTS, write_layout
+from layouts import LAYOUTS, write_layout, write_official_size_mirror
 
 BIN = Path(sys.executable).parent
 HUB_PAGE = "https://huggingface.co/datasets/Zesearch/SABRE-Prior"
@@ -423,3 +423,45 @@ def test_access_errors_from_a_hub_are_actionable(fake_hub: str, tmp_path: Path) 
     authed = {has_token for path, has_token in _FakeHub.seen if "/datasets/" in path}
     assert authed == {True, False}  # the token (when set) was sent by the libraries themselves
     assert not (tmp_path / "hf-home" / "token").exists()  # and never stored
+
+
+# ---------------------------------------------------------------------------
+# Copies of the real dataset: the official counts
+# ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def official_mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_official_size_mirror(tmp_path_factory.mktemp("official") / "mirror")
+
+
+def test_a_full_local_copy_passes_the_official_count_check(official_mirror: Path, tmp_path: Path) -> None:
+    for split, (images, questions) in C.OFFICIAL_COUNTS.items():
+        summary = fetch_split(str(official_mirror), split, tmp_path / f"{split}.parquet")
+        assert summary.startswith(f"{split}: {questions} questions, {images} images from {official_mirror}")
+
+
+def test_a_partial_local_copy_names_the_split_and_both_counts(tmp_path: Path) -> None:
+    mirror = write_official_size_mirror(tmp_path / "partial", sizes={"context": 396, "language": 99})
+    with pytest.raises(DataError) as info:
+        fetch_split(str(mirror), "context", tmp_path / "c.parquet")
+    assert "context: split, field 'image': 198 distinct images, the official dataset has 200" in str(info.value)
+    assert "context: split, field 'id': 396 questions, the official dataset has 400" in str(info.value)
+    with pytest.raises(DataError, match="language: split, field 'id': 99 questions, the official dataset has 100"):
+        fetch_split(str(mirror), "language", tmp_path / "l.parquet")
+    fetch_split(str(mirror), "attribute", tmp_path / "a.parquet")  # a complete split of it is fine
+
+
+def test_a_demo_card_without_its_tag_is_checked_like_a_real_copy(demo_dir: Path, tmp_path: Path) -> None:
+    mirror = write_layout(demo_dir, tmp_path / "untagged", "jsonl", demo_tag=False)
+    with pytest.raises(DataError, match="12 questions, the official dataset has 100"):
+        fetch_split(str(mirror), "attribute", tmp_path / "a.parquet")
+
+
+def test_a_missing_split_folder_says_which_folder_the_card_expects(demo_dir: Path, tmp_path: Path) -> None:
+    mirror = write_layout(demo_dir, tmp_path / "no-texture", "jsonl")
+    shutil.rmtree(mirror / "data" / "texture")
+    with pytest.raises(DataError) as info:
+        fetch_split(str(mirror), "texture", tmp_path / "t.parquet")
+    assert str(info.value) == (
+        f"{mirror}: split 'texture' is missing: the dataset card (README.md) expects its files at data/texture/**, "
+        "but there is no folder data/texture/"
+    )

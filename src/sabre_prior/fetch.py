@@ -4,14 +4,16 @@ The same call serves the gated hub repo and a local copy of its layout (the demo
 
     datasets.load_dataset(source, split, split="test", revision=revision)
 
-The rows are validated (:mod:`sabre_prior.validate`; for a hub source also the official
-counts), then written to ``data/parquet/<split>.parquet``:
+Every layout a mirror may have (``metadata.jsonl``/``.csv``/``.parquet`` ImageFolders, nested
+image folders, ``push_to_hub`` Parquet shards) gives the same file (:func:`canonical_table`). The
+rows are validated (:mod:`sabre_prior.validate`; for every copy of the real dataset, hub or local,
+also the official counts), then written to ``data/parquet/<split>.parquet``:
 
-* every column of the source is kept, in the source's order, and rows keep their order;
+* every column of the source is kept, in name order, and rows keep their order;
 * ``image`` holds the embedded file bytes (``{"bytes", "path"}`` with ``path`` the file's base
   name), so the file needs nothing else; ``datasets`` can load it back with its features;
-* ``options`` is stored as the source has it (a list or a letter-keyed mapping); consumers
-  read it through :func:`sabre_prior.prompts.options_mapping`, which maps a list to A-D;
+* ``options`` is stored as a letter-keyed mapping (from a list, a mapping, JSON text or texts
+  that carry their letter, :func:`sabre_prior.prompts.options_mapping`);
 * written row group by row group (memory stays bounded), deterministically (same input,
   same bytes: no timestamps) and atomically (temporary file, then rename).
 
