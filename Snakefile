@@ -1,9 +1,11 @@
-# SABRE-Prior evaluation pipeline: wiring only. Rules live in workflow/rules/*.smk,
-# all logic in the `sabre_prior` package, called through the `sabre` CLI.
+# SABRE-Prior evaluation pipeline: wiring only. The stages are declared once in
+# sabre_prior.pipeline (dvc.yaml is generated from the same declaration); the rules in
+# workflow/rules/*.smk take their inputs, outputs, log and command from it. All logic is
+# in the `sabre_prior` package, called through the `sabre` CLI.
 
 from snakemake.utils import min_version, validate
 
-min_version("8.20")
+min_version("9.0")
 
 
 configfile: "params.yaml"
@@ -16,20 +18,20 @@ from sabre_prior.config import validate_params
 validate_params(config, "params.yaml")
 validate(config, "workflow/schemas/params.schema.yaml")
 
-# Snakemake and DVC agree on what is up to date: before planning, align mtimes and
-# Snakemake's records with dvc.lock; after a run, record the outputs in dvc.lock.
-# (sabre_prior/dvcsync.py; a no-op outside a DVC project or with SABRE_DVC_SYNC=0)
-from sabre_prior import dvcsync
+# Snakemake and DVC agree on what is up to date (sabre_prior.dagsync, public interfaces only):
+# before planning, each job's stamp is refreshed and, only where an output is older than an
+# input, `dvc status` decides; after a run, `dvc commit` records what Snakemake made.
+from sabre_prior import dagsync
 
-dvcsync.on_start(workflow)
+PIPELINE = dagsync.before_planning(config)
 
 
 onsuccess:
-    dvcsync.on_finish(workflow, success=True)
+    dagsync.after_run(PIPELINE, success=True)
 
 
 onerror:
-    dvcsync.on_finish(workflow, success=False)
+    dagsync.after_run(PIPELINE, success=False)
 
 
 include: "workflow/rules/common.smk"
@@ -43,5 +45,5 @@ include: "workflow/rules/manifest.smk"
 
 rule all:
     input:
-        all_outputs(),
+        PIPELINE.all_outputs(),
     default_target: True

@@ -31,7 +31,6 @@ from dvc_helpers import (
 )
 from project import BIN, ROOT
 
-from sabre_prior import dvcsync
 
 pytestmark = pytest.mark.slow
 
@@ -63,6 +62,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
+def _changed(project: Path) -> set[str]:
+    """Stages `dvc status --json` reports (the public view of DVC's comparison with dvc.lock)."""
+    text = dvc(project, "status", "--json").stdout.strip()
+    return set(json.loads(text)) if text else set()
+
+
+def _lock(project: Path) -> dict:
+    return yaml.safe_load((project / "dvc.lock").read_text())["stages"]
+
+
+def _tracked(project: Path) -> list[str]:
+    return [o["path"] for entry in _lock(project).values() for o in entry.get("outs", [])]
+
+
 @pytest.fixture
 def work(built: Path, tmp_path: Path) -> Path:
     return copy_tree(built, tmp_path / "work")
@@ -73,19 +86,19 @@ def work(built: Path, tmp_path: Path) -> Path:
 # ---------------------------------------------------------------------------
 def test_snakemake_run_leaves_every_stage_recorded_and_dvc_clean(built: Path) -> None:
     assert UP_TO_DATE in dvc(built, "status").stdout
-    stages = dvcsync.load_stages(built)
-    assert stages and all(s.up_to_date for s in stages), [s.name for s in stages if not s.up_to_date]
+    stages = dvc(built, "stage", "list", "--name-only").stdout.split()
     lock = yaml.safe_load((built / "dvc.lock").read_text())
-    assert set(lock["stages"]) == {s.name for s in stages}
+    assert stages and set(lock["stages"]) == set(stages)
     for name, entry in lock["stages"].items():  # every output is hashed (and so in the cache)
         assert entry.get("outs"), name
         assert all(o.get("md5") for o in entry["outs"]), name
 
 
 def test_git_ignores_what_dvc_tracks(built: Path) -> None:
-    tracked_by_dvc = [o for s in dvcsync.load_stages(built) for o in s.outs]
-    ignored = git(built, "check-ignore", *tracked_by_dvc, ".snakemake", ".dvc/cache", ".dvc/tmp").stdout.split()
-    assert set(ignored) == {*tracked_by_dvc, ".snakemake", ".dvc/cache", ".dvc/tmp"}
+    tracked_by_dvc = _tracked(built)
+    extra = [".snakemake", ".dvc/cache", ".dvc/tmp", ".sabre/stamps"]
+    ignored = git(built, "check-ignore", *tracked_by_dvc, *extra).stdout.split()
+    assert set(ignored) == {*tracked_by_dvc, *extra}
     changed = git(built, "status", "--porcelain", "--untracked-files=all").stdout.split("\n")
     # nothing for git to see but dvc.lock (changed only when the committed lock is older than the code)
     assert {line[3:] for line in changed if line} <= {"dvc.lock"}
@@ -178,7 +191,7 @@ def test_changing_one_models_settings_reruns_only_that_model_in_both(work: Path)
     block = re.search(r"\n  random:\n(    .*\n)+", params)
     assert block and "seed: 0" in block.group(0)
     (work / "params.yaml").write_text(params.replace(block.group(0), block.group(0).replace("seed: 0", "seed: 7")))
-    changed = [s.name for s in dvcsync.load_stages(work) if not s.up_to_date]
+    changed = _changed(work)
     assert {s for s in changed if s.startswith("predict@")} == {f"predict@random-{s}" for s in _params(work)["splits"]}
     assert not [s for s in changed if _model_of(s) not in (None, "random")]
     jobs = planned_jobs(out(smk(work, "-n", "all")))
@@ -188,7 +201,7 @@ def test_changing_one_models_settings_reruns_only_that_model_in_both(work: Path)
 def test_code_change_reruns_in_snakemake_what_dvc_would(work: Path) -> None:
     evaluate_py = work / "src/sabre_prior/evaluate.py"
     evaluate_py.write_text(evaluate_py.read_text() + "\n# a change DVC sees through the stage's code deps\n")
-    changed = {s.name for s in dvcsync.load_stages(work) if not s.up_to_date}
+    changed = _changed(work)
     models = list(_params(work)["models"])
     assert changed == {f"evaluate@{m}" for m in models} | {"manifest"}
     jobs = planned_jobs(out(smk(work, "-n", "all")))

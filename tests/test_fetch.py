@@ -327,7 +327,9 @@ class _FakeHub(BaseHTTPRequestHandler):
             elif not token:
                 code, error_code = 401, "GatedRepo"
                 message = f"Access to dataset {C.HUB_REPO_ID} is restricted. You must have access to it and be authenticated to access it. Please log in."
-            elif token == GRANTED and "/resolve/v404/" in path:
+            elif token == GRANTED and ("/resolve/v404/" in path or path.endswith("/revision/v404")):
+                # an unknown revision: 404 with X-Error-Code RevisionNotFound, which huggingface_hub's
+                # hf_raise_for_status (utils/_http.py) turns into RevisionNotFoundError
                 code, error_code, message = 404, "RevisionNotFound", "Invalid rev id: v404"
             else:
                 code, error_code = 403, "GatedRepo"

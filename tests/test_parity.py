@@ -1,114 +1,121 @@
-"""dvc.yaml mirrors the Snakemake workflow: the same (command, outputs) pairs for the current params."""
+"""One declaration: dvc.yaml is generated from it, and Snakemake and DVC plan the same commands.
+
+The plans are read through the documented command lines only: `snakemake -n -p --forceall`
+("Shell command:" lines) and `dvc repro --dry --force` ("Running stage" and "> command" lines).
+"""
 
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from dvc_helpers import NEW_MODEL, make_repo, set_param_models
+import yaml
+from dvc_helpers import NEW_MODEL, dvc, make_repo, out, set_param_models, smk
 from project import ROOT
 
-from sabre_prior import dvcsync
-from sabre_prior.dvcsync import PlannedJob, normalize_command, outputs_agree, parity
+from sabre_prior.pipeline import STAGES, Pipeline, render_dvc_yaml
+
+BIN = Path(sys.executable).parent
+
+
+def normalize(cmd: str) -> tuple[str, ...]:
+    """The words of a command without quoting, whitespace or a leading VAR=value (device pinning)."""
+    words = shlex.split(cmd)
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words = words[1:]
+    return tuple(words)
+
+
+def snakemake_plan(project: Path) -> Counter:
+    proc = smk(project, "-n", "-p", "--forceall", "all", extra_env={"SABRE_DVC_SYNC": "0"})
+    cmds = re.findall(r"^Shell command: (.+)$", out(proc), re.M)
+    return Counter(normalize(c) for c in cmds if c != "None")
+
+
+def dvc_plan(project: Path) -> tuple[Counter, list[str]]:
+    proc = dvc(project, "repro", "--dry", "--force")
+    text = out(proc)
+    stages = re.findall(r"Running stage '([^']+)'", text)
+    cmds = [c for c in re.findall(r"^> (.+)$", text, re.M) if not c.startswith("mkdir -p ")]
+    return Counter(normalize(c) for c in cmds), stages
+
+
+def test_committed_dvc_yaml_is_fresh() -> None:
+    """CI's freshness check: regenerate dvc.yaml from the declaration and compare with the committed file."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert (ROOT / "dvc.yaml").read_text(encoding="utf-8") == render_dvc_yaml(Pipeline(params, ROOT)), (
+        "dvc.yaml is stale: run `sabre dvc-yaml` and commit it"
+    )
+    proc = subprocess.run([str(BIN / "sabre"), "dvc-yaml", "--check"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.fixture(scope="module")
-def root_plans() -> tuple[list[PlannedJob], list[PlannedJob]]:
-    return dvcsync.snakemake_jobs(ROOT), dvcsync.dvc_jobs(ROOT)
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_repo(tmp_path_factory.mktemp("parity") / "project")
 
 
-def test_dvc_yaml_mirrors_every_snakemake_job(root_plans: tuple[list[PlannedJob], list[PlannedJob]]) -> None:
-    smk, dvc = root_plans
-    report = parity(ROOT, snakemake=smk, dvc=dvc)
-    assert report.ok, report.describe()
-    assert report.matched == len(smk) == len(dvc)
-    rules = {j.name for j in smk}
-    # every kind of artifact is covered, whatever later rules add
-    assert {"demo_data", "fetch", "predict", "evaluate", "tables", "figures", "manifest", "plot_data"} <= rules
+def test_both_tools_plan_the_same_commands(project: Path) -> None:
+    smk_plan = snakemake_plan(project)
+    dvc_cmds, stages = dvc_plan(project)
+    assert smk_plan == dvc_cmds
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    n_models, n_splits = len(params["models"]), len(params["splits"])
+    assert len(stages) == sum(smk_plan.values()) == 9 + n_splits + n_models * (n_splits + 2)
+    for model in params["models"]:  # stage names keyed by model and split, never by list index
+        assert f"evaluate@{model}" in stages and all(f"predict@{model}-{s}" in stages for s in params["splits"])
+    assert {s.name for s in STAGES} == {name.split("@")[0] for name in stages}
 
 
-def test_stage_names_are_keyed_by_model_and_split(root_plans: tuple[list[PlannedJob], list[PlannedJob]]) -> None:
-    import yaml
-
-    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-    names = {j.name for j in root_plans[1]}
-    for model in params["models"]:
-        assert f"evaluate@{model}" in names
-        for split in params["splits"]:
-            assert f"predict@{model}-{split}" in names
-    for split in params["splits"]:
-        assert f"fetch@{split}" in names
-    assert not [n for n in names if re.search(r"@(model|split|item)\d|-(model|split|item)\d", n)]  # never by list index
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert old in text, f"{path}: {old!r} not found"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+def test_dvc_sync_check_passes_and_catches_a_rule_outside_the_declaration(project: Path, tmp_path: Path) -> None:
+    proc = subprocess.run([str(BIN / "sabre"), "dvc-sync", "check"], cwd=project, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "agree" in proc.stdout
+    other = tmp_path / "other"
+    shutil.copytree(project, other, symlinks=True)
+    with open(other / "workflow/rules/report.smk", "a", encoding="utf-8") as fh:
+        fh.write('\n\nrule extra:\n    output:\n        "results/extra.txt",\n    log:\n        "results/logs/extra.log",\n'
+                 '    shell:\n        "touch {output} > {log} 2>&1"\n')
+    text = (other / "dvc.yaml").read_text(encoding="utf-8")
+    (other / "dvc.yaml").write_text(text.replace("--outdir results/tables >", "--outdir results/tables --x >", 1))
+    proc = subprocess.run([str(BIN / "sabre"), "dvc-sync", "check"], cwd=other, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert "rule extra is not in the declaration" in proc.stdout
+    assert "dvc.yaml differs from the declaration: regenerate it with `sabre dvc-yaml`" in proc.stdout
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "project")
-
-
-def test_a_changed_rule_command_breaks_parity(project: Path) -> None:
-    _edit(project / "workflow/rules/report.smk", "sabre tables --metrics-dir", "sabre tables --verbose-flag --metrics-dir")
-    report = parity(project)
-    assert not report.ok
-    assert {j.name for j in report.only_snakemake} == {"tables"}
-    assert {j.name for j in report.only_dvc} == {"tables"}
-    assert "only in Snakemake: rule tables" in report.describe()
-
-
-def test_an_output_missing_from_dvc_yaml_breaks_parity(project: Path) -> None:
-    _edit(project / "dvc.yaml", "      - results/tables/main_results_ci.csv\n", "")
-    report = parity(project)
-    assert [(s.name, d.name) for s, d in report.output_mismatch] == [("tables", "tables")]
-    assert "outputs differ" in report.describe()
-
-
-def test_adding_a_model_needs_no_edit_of_dvc_yaml(project: Path) -> None:
-    before = (project / "dvc.yaml").read_bytes()
-    set_param_models(project, NEW_MODEL)
-    report = parity(project)
-    assert report.ok, report.describe()
-    names = {j.name for j in dvcsync.dvc_jobs(project)}
+def test_adding_a_model_needs_no_regeneration(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "model"
+    shutil.copytree(project, other, symlinks=True)
+    before = (other / "dvc.yaml").read_bytes()
+    set_param_models(other, NEW_MODEL)
+    params = yaml.safe_load((other / "params.yaml").read_text(encoding="utf-8"))
+    assert render_dvc_yaml(Pipeline(params, other)).encode() == before
+    names = set(dvc(other, "stage", "list", "--name-only").stdout.split())
     assert {"evaluate@always_yes_again", "predict@always_yes_again-context", "intervals@always_yes_again"} <= names
-    assert (project / "dvc.yaml").read_bytes() == before
 
 
-def test_demo_stage_is_the_only_extra_for_a_non_demo_source(project: Path, tmp_path: Path) -> None:
-    hub_copy = tmp_path / "hub-copy"
-    hub_copy.mkdir()
-    _edit(project / "params.yaml", "source: demo", f"source: {hub_copy}")
-    smk = dvcsync.snakemake_jobs(project)
-    assert "demo_data" not in {j.name for j in smk}
-    assert parity(project, snakemake=smk).ok
-    assert not parity(project, snakemake=smk, demo_source=True).ok  # the demo stage is then unmatched
+def test_a_local_source_has_no_demo_stage_and_depends_on_each_splits_folder(
+    project: Path, tmp_path: Path, demo_dir: Path
+) -> None:
+    from layouts import write_layout
 
-
-# ---------------------------------------------------------------------------
-# normalisation (pure)
-# ---------------------------------------------------------------------------
-def test_normalize_command_ignores_quoting_whitespace_mkdir_and_device_pinning() -> None:
-    smk = "CUDA_VISIBLE_DEVICES=0,1 sabre  predict --model 'm'  --split context > results/logs/x.log 2>&1"
-    dvc = ["mkdir -p results/logs", "sabre predict --model m --split context >\n results/logs/x.log 2>&1"]
-    assert normalize_command(smk) == normalize_command(dvc)
-    assert normalize_command("sabre a --x ''") != normalize_command("sabre a --x")
-    assert normalize_command("sabre a --x 1") != normalize_command("sabre a --x 2")
-
-
-@pytest.mark.parametrize(
-    ("smk", "dvc", "agree"),
-    [
-        (["a/b.json"], ["a/b.json"], True),
-        (["r/t/x.jsonl", "r/t/y.jsonl", "r/m.json"], ["r/t", "r/m.json"], True),  # directory out
-        (["r/m.json"], ["r/m.json", "r/extra.json"], False),  # DVC declares an output nobody writes
-        (["r/m.json", "r/n.json"], ["r/m.json"], False),  # a Snakemake output DVC does not track
-        (["r/t/x.jsonl"], ["r/t", "r/t/x.jsonl"], False),  # tracked twice
-    ],
-)
-def test_outputs_agree(smk: list[str], dvc: list[str], agree: bool) -> None:
-    assert outputs_agree(smk, dvc) is agree
+    other = tmp_path / "local"
+    shutil.copytree(project, other, symlinks=True)
+    mirror = write_layout(demo_dir, tmp_path / "mirror", "shards")
+    text = (other / "params.yaml").read_text(encoding="utf-8")
+    (other / "params.yaml").write_text(text.replace("source: demo", f"source: {mirror}", 1), encoding="utf-8")
+    params = yaml.safe_load((other / "params.yaml").read_text(encoding="utf-8"))
+    stages = yaml.safe_load(render_dvc_yaml(Pipeline(params, other)))["stages"]
+    assert "demo_data" not in stages
+    assert stages["fetch"]["do"]["deps"][:2] == [f"{mirror}/README.md", f"{mirror}/${{item}}"]
+    # the Snakefile regenerates dvc.yaml for the new source; then both plan the same commands
+    smk(other, "-n", "all")
+    assert snakemake_plan(other) == dvc_plan(other)[0]
+    assert "demo-data" not in str(snakemake_plan(other))

@@ -1,4 +1,4 @@
-"""``sabre`` subcommands for reproducibility: ``manifest``, ``plot-data``, ``dvc-sync``.
+"""``sabre`` subcommands for reproducibility: ``manifest``, ``plot-data``, ``dvc-yaml``, ``dvc-sync``.
 
 Registered in :data:`sabre_prior.cli.REGISTRARS` through :data:`REGISTRARS`.
 """
@@ -10,10 +10,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import contracts as C
 from .errors import SabreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import Pipeline
 
 
 def _add_params(p: argparse.ArgumentParser) -> None:
@@ -88,44 +91,77 @@ def _p_plot_data(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------
-# dvc-sync
+# dvc-yaml, dvc-sync
 # ---------------------------------------------------------------------------
+def _pipeline(args: argparse.Namespace) -> "Pipeline":
+    from .config import load_params
+    from .pipeline import Pipeline
+
+    return Pipeline(load_params(args.params), Path("."))
+
+
+def _dvc_yaml(args: argparse.Namespace) -> int:
+    from .pipeline import DVC_YAML, dvc_yaml_is_fresh, write_dvc_yaml
+
+    pipeline = _pipeline(args)
+    if args.check:
+        if dvc_yaml_is_fresh(pipeline):
+            print(f"{DVC_YAML} is up to date with the declaration")
+            return 0
+        print(f"{DVC_YAML} differs from the declaration: run `sabre dvc-yaml`", file=sys.stderr)
+        return 1
+    changed = write_dvc_yaml(pipeline)
+    print(f"{DVC_YAML} {'written' if changed else 'unchanged'} ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
+    return 0
+
+
+def _p_dvc_yaml(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "dvc-yaml",
+        help="generate dvc.yaml from the pipeline's declaration (sabre_prior.pipeline) and params.yaml's dataset",
+    )
+    p.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from a fresh rendering")
+    _add_params(p)
+    p.set_defaults(func=_dvc_yaml)
+
+
 def _dvc_sync(args: argparse.Namespace) -> int:
-    from . import dvcsync
+    from . import dagsync
 
     root = Path(".")
-    if not dvcsync.is_dvc_project(root):
+    if not dagsync.is_dvc_project(root):
         raise SabreError(f"{root.resolve()}: not a DVC project (no .dvc/ or dvc.yaml); run `dvc init` first")
     if args.action == "check":
-        report = dvcsync.parity(root)
-        print(report.describe())
-        return 0 if report.ok else 1
+        problems = dagsync.check(root)
+        print("\n".join(problems) if problems else "Snakemake rules, dvc.yaml and DVC's stages agree")
+        return 1 if problems else 0
+    pipeline = _pipeline(args)
     if args.action == "align":
-        print(dvcsync.align(root).summary())
+        print(dagsync.align(pipeline).summary())
         return 0
-    # commit: every stage whose outputs exist, unless DVC sees a change not acted on
-    stages = dvcsync.load_stages(root)
-    outputs = {o for s in stages for o in s.outs if (root / o).exists()}
-    done = dvcsync.commit(root, outputs=outputs, ran=set(), success=True, stages=stages)
-    print(f"committed {len(done)} stages" + (": " + ", ".join(done) if done else ""))
-    pending = [s.name for s in dvcsync.load_stages(root) if not s.up_to_date]
-    if pending:
-        print(f"not up to date (run `dvc repro` or `snakemake all`): {', '.join(pending)}", file=sys.stderr)
+    # commit: every job whose outputs exist and that Snakemake finds up to date
+    jobs = [j for j in pipeline.jobs() if dagsync.job_times(root, j).outputs_exist]
+    names = [j.name for j in jobs if dagsync.job_times(root, j).consistent]
+    proc = dagsync.commit(root, names)
+    if proc is not None and proc.returncode != 0:
+        raise SabreError(f"dvc commit failed: {proc.stderr.strip()[-2000:]}")
+    print(f"committed {len(names)} stages")
     return 0
 
 
 def _p_dvc_sync(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "dvc-sync",
-        help="keep Snakemake and DVC in step: check (dvc.yaml mirrors the rules), align, commit",
+        help="keep Snakemake and DVC in step: check, align, commit",
         description=(
-            "check: compare the jobs Snakemake plans for `all` with the stages of dvc.yaml (exit 1 on a difference); "
-            "align: what the Snakefile does before planning (mtimes, Snakemake records, from dvc.lock); "
-            "commit: record existing outputs in dvc.lock (what the Snakefile's onsuccess handler does)."
+            "check: dvc.yaml is fresh and the Snakemake rules and DVC's stages are the declaration's (exit 1 on a "
+            "difference); align: what the Snakefile does before planning (stamps, mtimes; `dvc status` only on an "
+            "inconsistency); commit: `dvc commit` every job whose outputs are newer than its inputs."
         ),
     )
     p.add_argument("action", choices=["check", "align", "commit"])
+    _add_params(p)
     p.set_defaults(func=_dvc_sync)
 
 
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_plot_data, _p_dvc_sync]
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_plot_data, _p_dvc_yaml, _p_dvc_sync]

@@ -423,6 +423,33 @@ def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
     return table_cast(table.select(order), ordered.arrow_schema)
 
 
+#: Parquet schema metadata key holding the hub commit a split was read from.
+REVISION_KEY = b"sabre_hub_revision"
+
+
+def resolve_revision(source: str, revision: str | None) -> str:
+    """The commit the hub serves for ``revision`` (``HfApi.dataset_info(...).sha``), with our error messages."""
+    from huggingface_hub import HfApi
+
+    try:
+        sha = HfApi().dataset_info(source, revision=revision).sha
+    except Exception as exc:
+        err = explain_load_error(exc, source, "?", revision, token_present=token_present(), local=False)
+        if err is None:
+            raise
+        raise err from exc
+    if not sha:
+        raise AccessError(f"the hub returned no commit for '{source}' at {revision or 'its default branch'}")
+    return str(sha)
+
+
+def parquet_revision(path: str | Path) -> str | None:
+    """The hub commit recorded in a fetched split (None for a local or demo source)."""
+    meta = pq.read_schema(path).metadata or {}
+    value = meta.get(REVISION_KEY)
+    return value.decode() if value else None
+
+
 def is_demo_copy(source: str, local: bool) -> bool:
     """A local copy of the generated demo (its card carries the ``sabre-prior-demo`` tag)."""
     if not local:
@@ -451,10 +478,16 @@ def fetch_split(
     if split not in C.SPLITS:
         raise DataError(f"unknown split {split!r} (expected one of {', '.join(C.SPLITS)})")
     local = is_local_source(source)
+    resolved = None
     if local:
         check_split_folder(source, split)
-    with open_split(source, split, revision, local=local) as ds:
+    else:  # read exactly one commit, and record which
+        resolved = resolve_revision(source, revision)
+    with open_split(source, split, resolved or revision, local=local) as ds:
         table = canonical_table(_arrow_table(ds), ds.features, split)
+        if resolved:
+            meta_in = dict(table.schema.metadata or {})
+            table = table.replace_schema_metadata({**meta_in, REVISION_KEY: resolved.encode()})
         columns = table.column_names
         meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
         rows: list[dict[str, Any]] = meta.to_pylist()
@@ -465,4 +498,6 @@ def fetch_split(
         del table, meta
     n_images = len({k for k in keys if k is not None})
     at = f"@{revision}" if revision else ""
+    if resolved and resolved != revision:
+        at += f" (commit {resolved})"
     return f"{split}: {len(rows)} questions, {n_images} images from {source}{at} -> {output} ({size / 1e6:.1f} MB)"

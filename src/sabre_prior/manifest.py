@@ -13,7 +13,7 @@ track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
   whether the code at ``HEAD`` is exactly this code) into its log instead.
 * ``packages``: versions of Python and of the packages the configured models use.
 * ``params``: SHA-256 of ``params.yaml`` as a file.
-* ``data``: per Parquet split, its SHA-256, row count and columns.
+* ``data``: per Parquet split, its SHA-256, row count and columns (and for a hub source the commit read).
 * ``models``: per model, its backend and model id.
 """
 
@@ -176,7 +176,13 @@ def parquet_fingerprint(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise DataError(f"{path}: Parquet split not found (run the fetch step first)")
     meta = pq.ParquetFile(path).metadata
-    return {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
+    entry = {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
+    from .fetch import parquet_revision
+
+    revision = parquet_revision(path)
+    if revision:  # the hub commit the split was read from (sabre fetch)
+        entry["hub_revision"] = revision
+    return entry
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:

@@ -1,19 +1,6 @@
 # Analysis beyond the paper (sabre_prior.analysis): bootstrap intervals, paired model
 # comparisons, world-prior diagnostics, the comparison with the paper and the HTML report.
 
-ANALYSIS = config.get("analysis") or {}
-BOOTSTRAP = {k: ANALYSIS.get(k) for k in ("bootstrap_resamples", "seed", "confidence")}
-PAPER_NAMES = {m: s["paper_name"] for m, s in config["models"].items() if s.get("paper_name")}
-DIAGNOSTIC_TABLES = [
-    "diagnostics.md",
-    "diagnostics_pair_outcomes.csv",
-    "diagnostics_probes.csv",
-    "diagnostics_attribute.csv",
-    "diagnostics_language.csv",
-    "diagnostics_parsing.csv",
-]
-ALL_TRACES = expand("results/traces/{model}/{split}.jsonl", model=MODELS, split=SPLITS)
-
 
 # seconds each: never submitted to a cluster
 localrules:
@@ -24,109 +11,71 @@ localrules:
     html_report,
 
 
-#: Everything the analysis rules write (added to `all` in common.smk).
-ANALYSIS_OUTPUTS = [
-    *expand("results/intervals/{model}.json", model=MODELS),
-    *expand("results/tables/model_comparison.{ext}", ext=["md", "csv"]),
-    *expand("results/tables/{name}", name=DIAGNOSTIC_TABLES),
-    *expand("results/figures/pair_outcomes.{ext}", ext=["png", "pdf"]),
-    *expand("results/tables/paper_comparison.{ext}", ext=["md", "csv"]),
-    "results/tables/main_results_ci.csv",
-    "results/report/index.html",
-]
-
-
 rule intervals:
     input:
-        metrics="results/metrics/{model}.json",
-        traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
+        stage_inputs("intervals"),
+        stamp=stage_stamp("intervals"),
     output:
-        "results/intervals/{model}.json",
-    params:
-        bootstrap=BOOTSTRAP,
+        stage_outputs("intervals"),
     log:
-        "results/logs/intervals/{model}.log",
+        stage_log("intervals"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre intervals --model {wildcards.model} --traces-dir results/traces/{wildcards.model}"
-        " --metrics {input.metrics} --output {output} > {log} 2>&1"
+        stage_shell("intervals")
 
 
 rule compare:
     input:
-        ALL_TRACES,
+        stage_inputs("compare"),
+        stamp=stage_stamp("compare"),
     output:
-        md=report("results/tables/model_comparison.md", category="Analysis", subcategory="Paired model comparison"),
-        csv="results/tables/model_comparison.csv",
-    params:
-        bootstrap=BOOTSTRAP,
-        models=MODELS,
+        stage_outputs("compare"),
     log:
-        "results/logs/compare.log",
+        stage_log("compare"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre compare --traces-dir results/traces --outdir results/tables > {log} 2>&1"
+        stage_shell("compare")
 
 
 rule diagnose:
     input:
-        traces=ALL_TRACES,
-        data=expand("data/parquet/{split}.parquet", split=[s for s in SPLITS if s in ("attribute", "language")]),
+        stage_inputs("diagnose"),
+        stamp=stage_stamp("diagnose"),
     output:
-        json="results/analysis/diagnostics.json",
-        md=report("results/tables/diagnostics.md", category="Analysis", subcategory="World-prior diagnostics"),
-        csv=expand("results/tables/{name}", name=DIAGNOSTIC_TABLES[1:]),
-        png=report("results/figures/pair_outcomes.png", category="Figures", subcategory="World-prior diagnostics"),
-        pdf="results/figures/pair_outcomes.pdf",
-    params:
-        models=config["models"],
+        stage_outputs("diagnose"),
     log:
-        "results/logs/diagnose.log",
+        stage_log("diagnose"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre diagnose --traces-dir results/traces --data data/parquet --tables-dir results/tables"
-        " --figures-dir results/figures --json {output.json} > {log} 2>&1"
+        stage_shell("diagnose")
 
 
 rule paper_compare:
     input:
-        expand("results/intervals/{model}.json", model=list(PAPER_NAMES)),
+        stage_inputs("paper_compare"),
+        stamp=stage_stamp("paper_compare"),
     output:
-        md=report("results/tables/paper_comparison.md", category="Analysis", subcategory="Comparison with the paper"),
-        csv="results/tables/paper_comparison.csv",
-    params:
-        paper_names=PAPER_NAMES,
+        stage_outputs("paper_compare"),
     log:
-        "results/logs/paper_compare.log",
+        stage_log("paper_compare"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre paper-compare --intervals-dir results/intervals --outdir results/tables > {log} 2>&1"
+        stage_shell("paper_compare")
 
 
 rule html_report:
     input:
-        traces=ALL_TRACES,
-        data=expand("data/parquet/{split}.parquet", split=SPLITS),
-        intervals=expand("results/intervals/{model}.json", model=MODELS),
-        diagnostics="results/analysis/diagnostics.json",
-        comparison="results/tables/model_comparison.csv",
-        paper="results/tables/paper_comparison.csv",
-        figures=expand("results/figures/{fig}.png", fig=[*FIGURES, "pair_outcomes"]),
+        stage_inputs("html_report"),
+        stamp=stage_stamp("html_report"),
     output:
-        "results/report/index.html",
-    params:
-        figures=lambda wildcards, input: " ".join(f"--figure {f}" for f in input.figures),
-        models=config["models"],
-        thumbnails=ANALYSIS.get("report"),
+        stage_outputs("html_report"),
     log:
-        "results/logs/html_report.log",
+        stage_log("html_report"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals"
-        " --diagnostics {input.diagnostics} --comparison {input.comparison} --paper {input.paper}"
-        " {params.figures} --output {output} > {log} 2>&1"
+        stage_shell("html_report")

@@ -1,10 +1,10 @@
-# Shared names for the rules. Paths follow sabre_prior.contracts (see README, "Data contracts").
+# Shared names for the rules. Each rule takes its inputs, outputs, log and command from the
+# one declaration of the pipeline (sabre_prior.pipeline.STAGES, also rendered into dvc.yaml).
 
-SPLITS = list(config["splits"])
-MODELS = list(config["models"])
-SOURCE = config["dataset"]["source"]
-IS_DEMO = SOURCE == "demo"
-DEMO_SETTINGS = config["dataset"].get("demo", {})
+from sabre_prior.pipeline import BY_NAME, snakemake_outputs
+
+SPLITS = PIPELINE.splits
+MODELS = PIPELINE.models
 
 
 wildcard_constraints:
@@ -12,25 +12,26 @@ wildcard_constraints:
     model="|".join(MODELS),
 
 
-def fetch_inputs(wildcards):
-    """The fetch step reads the generated demo copy when dataset.source is demo."""
-    return ["data/demo"] if IS_DEMO else []
+def stage_inputs(name):
+    """Data inputs and code files of the stage (item placeholders are the rule's wildcards)."""
+    return PIPELINE.inputs(BY_NAME[name])
 
 
-def all_outputs():
-    return [
-        *expand("results/metrics/{model}.json", model=MODELS),
-        *expand("results/tables/main_results.{ext}", ext=["md", "csv", "tex"]),
-        *expand("results/figures/{fig}.{ext}", fig=FIGURES, ext=["png", "pdf"]),
-        *ANALYSIS_OUTPUTS,  # workflow/rules/analysis.smk
-        MANIFEST,  # workflow/rules/manifest.smk
-        PLOT_DATA,
-    ]
+def stage_stamp(name):
+    """The job's stamp: command and params values (sabre_prior.dagsync rewrites it on a change)."""
+    return BY_NAME[name].stamp
 
 
-FIGURES = ["split_accuracy", "probe_accuracy"]
-MANIFEST = "results/manifest.json"
-PLOT_DATA = "results/plots/split_accuracy.csv"
+def stage_outputs(name):
+    return snakemake_outputs(PIPELINE, name, report)
+
+
+def stage_log(name):
+    return BY_NAME[name].log
+
+
+def stage_shell(name):
+    return PIPELINE.shell(BY_NAME[name])
 
 
 # Resources of the predict jobs, from each model's settings (see

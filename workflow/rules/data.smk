@@ -1,32 +1,32 @@
 # Data: the embedded demo benchmark (hub layout) and the self-contained Parquet splits.
+# The fetch of a split reads the demo folder, a local mirror's card and split files, or (hub)
+# the resolved revision in its stamp: sabre_prior.pipeline.Pipeline.fetch_inputs.
 
 
 rule demo_data:
+    input:
+        stage_inputs("demo_data"),
+        stamp=stage_stamp("demo_data"),
     output:
-        directory("data/demo"),
-    params:
-        scale=DEMO_SETTINGS.get("scale", "small"),
-        seed=DEMO_SETTINGS.get("seed", 0),
+        directory(stage_outputs("demo_data")[0]),
     log:
-        "results/logs/demo_data.log",
+        stage_log("demo_data"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre demo-data --output {output} --scale {params.scale} --seed {params.seed} > {log} 2>&1"
+        stage_shell("demo_data")
 
 
 rule fetch:
     input:
-        fetch_inputs,
+        lambda wildcards: PIPELINE.fetch_inputs(wildcards.split),
+        stage_inputs("fetch"),
+        stamp=stage_stamp("fetch"),
     output:
-        "data/parquet/{split}.parquet",
-    params:
-        # read by `sabre fetch` from params.yaml; listed here so a change re-runs the step
-        source=SOURCE,
-        revision=config["dataset"].get("revision"),
+        stage_outputs("fetch"),
     log:
-        "results/logs/fetch/{split}.log",
+        stage_log("fetch"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre fetch --split {wildcards.split} --output {output} > {log} 2>&1"
+        stage_shell("fetch")

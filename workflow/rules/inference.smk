@@ -15,16 +15,13 @@
 
 rule predict:
     input:
-        data="data/parquet/{split}.parquet",
+        stage_inputs("predict"),
+        stamp=stage_stamp("predict"),
     wildcard_constraints:
         model=one_of(OTHER_MODELS),
     output:
-        predictions="results/predictions/{model}/{split}.jsonl",
-        usage="results/usage/{model}/{split}.json",
+        stage_outputs("predict"),
     params:
-        # the model's settings, so that editing one model re-runs only that model
-        settings=lambda wildcards: config["models"][wildcards.model],
-        template=config.get("prompt", {}).get("template", "screening_v1"),
         cuda=cuda_prefix,
     threads: model_resource("threads")
     resources:
@@ -34,12 +31,11 @@ rule predict:
         runtime=model_resource("runtime"),
         api_jobs=lambda wc: int(config["models"][wc.model].get("backend") in ("openai", "anthropic", "gemini")),
     log:
-        "results/logs/predict/{model}/{split}.log",
+        stage_log("predict"),
     conda:
         "../../environment.yml"
     shell:
-        "{params.cuda}sabre predict --model {wildcards.model} --split {wildcards.split} --data {input.data}"
-        " --output {output.predictions} --usage {output.usage} > {log} 2>&1"
+        "{params.cuda}" + stage_shell("predict")
 
 
 # Local models (transformers, vllm): the same job as a rule of its own, so that a

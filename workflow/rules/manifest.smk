@@ -1,33 +1,29 @@
 # Reproducibility outputs: the run manifest and the plot data for `dvc plots`.
-# Both are tracked by DVC like every other artifact (dvc.yaml: stages manifest, plot_data).
 
 
 rule manifest:
     input:
-        data=expand("data/parquet/{split}.parquet", split=SPLITS),
-        params="params.yaml",
+        stage_inputs("manifest"),
+        stamp=stage_stamp("manifest"),
     output:
-        MANIFEST,
-    params:
-        models=config["models"],
+        stage_outputs("manifest"),
     log:
-        "results/logs/manifest.log",
+        stage_log("manifest"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre manifest --output {output} --data data/parquet > {log} 2>&1"
+        stage_shell("manifest")
 
 
 rule plot_data:
     input:
-        expand("results/metrics/{model}.json", model=MODELS),
+        stage_inputs("plot_data"),
+        stamp=stage_stamp("plot_data"),
     output:
-        PLOT_DATA,
-    params:
-        models=config["models"],
+        stage_outputs("plot_data"),
     log:
-        "results/logs/plot_data.log",
+        stage_log("plot_data"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre plot-data --metrics-dir results/metrics --output {output} > {log} 2>&1"
+        stage_shell("plot_data")

@@ -3,37 +3,27 @@
 
 rule tables:
     input:
-        metrics=expand("results/metrics/{model}.json", model=MODELS),
-        intervals=expand("results/intervals/{model}.json", model=MODELS),
+        stage_inputs("tables"),
+        stamp=stage_stamp("tables"),
     output:
-        md=report("results/tables/main_results.md", category="Tables", subcategory="Main results"),
-        csv=report("results/tables/main_results.csv", category="Tables", subcategory="Main results"),
-        tex="results/tables/main_results.tex",
-        ci=report("results/tables/main_results_ci.csv", category="Tables", subcategory="Main results"),
-    params:
-        models=config["models"],
+        stage_outputs("tables"),
     log:
-        "results/logs/tables.log",
+        stage_log("tables"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/tables"
-        " > {log} 2>&1"
+        stage_shell("tables")
 
 
 rule figures:
     input:
-        metrics=expand("results/metrics/{model}.json", model=MODELS),
-        intervals=expand("results/intervals/{model}.json", model=MODELS),
+        stage_inputs("figures"),
+        stamp=stage_stamp("figures"),
     output:
-        png=[report(f, category="Figures", subcategory="Accuracy") for f in expand("results/figures/{fig}.png", fig=FIGURES)],
-        pdf=expand("results/figures/{fig}.pdf", fig=FIGURES),
-    params:
-        models=config["models"],
+        stage_outputs("figures"),
     log:
-        "results/logs/figures.log",
+        stage_log("figures"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/figures"
-        " > {log} 2>&1"
+        stage_shell("figures")

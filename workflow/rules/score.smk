@@ -3,19 +3,13 @@
 
 rule evaluate:
     input:
-        predictions=expand("results/predictions/{{model}}/{split}.jsonl", split=SPLITS),
-        data=expand("data/parquet/{split}.parquet", split=SPLITS),
+        stage_inputs("evaluate"),
+        stamp=stage_stamp("evaluate"),
     output:
-        metrics="results/metrics/{model}.json",
-        traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
-    params:
-        # read by `sabre evaluate --params`; listed so a change re-runs the step
-        splits=SPLITS,
+        stage_outputs("evaluate"),
     log:
-        "results/logs/evaluate/{model}.log",
+        stage_log("evaluate"),
     conda:
         "../../environment.yml"
     shell:
-        "sabre evaluate --predictions results/predictions/{wildcards.model} --data data/parquet"
-        " --params params.yaml --output {output.metrics} --trace-dir results/traces/{wildcards.model}"
-        " > {log} 2>&1"
+        stage_shell("evaluate")

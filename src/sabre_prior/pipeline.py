@@ -1,0 +1,608 @@
+"""The pipeline, declared once: every stage's command, inputs, outputs, params and code.
+
+:data:`STAGES` is the single declaration. The Snakemake rules (``workflow/rules/*.smk``) take
+their inputs, outputs, log and shell command from it (:class:`Pipeline`), and ``sabre dvc-yaml``
+renders it into ``dvc.yaml`` (:func:`render_dvc_yaml`): one templated stage per rule (``foreach``
+over ``splits`` or ``models``, ``matrix`` over both), so adding a model to ``params.yaml`` needs
+no regeneration. A test regenerates ``dvc.yaml`` and compares it with the committed file.
+
+Path templates use ``{model}`` / ``{split}`` for the stage's own item and ``{*model}`` /
+``{*split}`` for "every model" / "every split": Snakemake expands the starred names into the
+files; DVC depends on (or tracks) the folder above the first starred name.
+
+What each tool sees of a stage:
+
+* DVC: the command, the data deps, the code (``code``: modules and packages of
+  ``sabre_prior``), exactly the params keys the stage reads (``params``).
+* Snakemake (mtime only, see ``profiles/default/config.yaml``): the data inputs, the code
+  files, and a small *stamp* per job (``.sabre/stamps/...``) holding the command and the values of
+  those params keys; :mod:`sabre_prior.dagsync` rewrites a stamp only when its content changes.
+
+Where the data comes from depends on ``dataset.source`` (:func:`source_kind`): the demo folder
+``data/demo`` (stage ``demo_data``), the card and the split's folder of a local mirror, or for a
+hub id the resolved revision (in the stamp for Snakemake; for DVC a pinned ``dataset.revision``
+or, unpinned, a fetch stage that always runs).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import contracts as C
+
+PACKAGE_DIR = "src/sabre_prior"
+STAMP_DIR = ".sabre/stamps"
+LOG_DIR = "results/logs"
+#: Code every ``sabre`` command imports.
+BASE_CODE = ("cli", "config", "contracts", "errors", "io_utils", "resources")
+DVC_YAML = "dvc.yaml"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_STAR = re.compile(r"\{\*(model|split)\}")
+_ITEM = re.compile(r"\{(model|split)\}")
+_PARAM = re.compile(r"\{p:([A-Za-z0-9_.]+)\}")
+
+
+@dataclass(frozen=True)
+class Out:
+    """One output: a plain ``out``, a ``metric`` or a ``plot`` (DVC), optionally in Snakemake's report."""
+
+    path: str
+    kind: str = "out"
+    report: tuple[str, str] | None = None  # (category, subcategory) for `snakemake --report`
+    plot: Mapping[str, str] | None = None  # `dvc plots` properties
+    directory: bool = False  # a folder output (Snakemake's directory())
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    over: tuple[str, ...]  # (), ("split",), ("model",) or ("model", "split")
+    cmd: str  # {model}, {split}, {p:<params key>}
+    deps: tuple[str, ...]
+    outs: tuple[Out, ...]
+    params: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()  # modules/packages of sabre_prior, or project paths (with a "/")
+    files: tuple[str, ...] = ()  # project files read as a whole (params.yaml, Snakefile, workflow)
+
+    @property
+    def log(self) -> str:
+        if not self.over:
+            return f"{LOG_DIR}/{self.name}.log"
+        return f"{LOG_DIR}/{self.name}/" + "/".join("{" + o + "}" for o in self.over) + ".log"
+
+    @property
+    def stamp(self) -> str:
+        if not self.over:
+            return f"{STAMP_DIR}/{self.name}.json"
+        return f"{STAMP_DIR}/{self.name}/" + "/".join("{" + o + "}" for o in self.over) + ".json"
+
+    def command(self) -> str:
+        return f"{self.cmd} > {self.log} 2>&1"
+
+
+_AGG_PARAMS = ("models", "splits")
+_BOOTSTRAP = ("analysis.bootstrap_resamples", "analysis.seed", "analysis.confidence")
+_TRACES = "results/traces/{*model}/{*split}.jsonl"
+_PARQUET = "data/parquet/{*split}.parquet"
+_METRICS = "results/metrics/{*model}.json"
+_INTERVALS = "results/intervals/{*model}.json"
+FIGURES = ("split_accuracy", "probe_accuracy")
+DIAGNOSTIC_TABLES = (
+    "diagnostics_pair_outcomes.csv",
+    "diagnostics_probes.csv",
+    "diagnostics_attribute.csv",
+    "diagnostics_language.csv",
+    "diagnostics_parsing.csv",
+)
+REPORT_FIGURES = (*FIGURES, "pair_outcomes")
+
+#: The pipeline. Order: producers before consumers.
+STAGES: tuple[Stage, ...] = (
+    Stage(
+        "demo_data",
+        (),
+        "sabre demo-data --output data/demo --scale {p:dataset.demo.scale} --seed {p:dataset.demo.seed}",
+        deps=(),
+        outs=(Out(C.DEMO_DIR, directory=True),),
+        params=("dataset.demo.scale", "dataset.demo.seed"),
+        code=("demo",),
+    ),
+    Stage(
+        "fetch",
+        ("split",),
+        "sabre fetch --split {split} --output data/parquet/{split}.parquet",
+        deps=(),  # the source's data: see Pipeline.fetch_inputs / _dvc_fetch
+        outs=(Out("data/parquet/{split}.parquet"),),
+        params=("dataset.source", "dataset.revision"),
+        code=("prompts", "fetch", "validate"),
+    ),
+    Stage(
+        "predict",
+        ("model", "split"),
+        "sabre predict --model {model} --split {split} --data data/parquet/{split}.parquet"
+        " --output results/predictions/{model}/{split}.jsonl --usage results/usage/{model}/{split}.json",
+        deps=("data/parquet/{split}.parquet",),
+        outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
+        params=("models.{model}", "prompt.template"),
+        code=("data", "engine", "inference", "journal", "prompts", "ratelimit", "scoring", "usage", "models"),
+    ),
+    Stage(
+        "evaluate",
+        ("model",),
+        "sabre evaluate --predictions results/predictions/{model} --data data/parquet --params params.yaml"
+        " --output results/metrics/{model}.json --trace-dir results/traces/{model}",
+        deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET),
+        outs=(Out("results/metrics/{model}.json", kind="metric"), Out("results/traces/{model}/{*split}.jsonl")),
+        params=("splits",),
+        code=("data", "evaluate", "prompts", "scoring"),
+    ),
+    Stage(
+        "intervals",
+        ("model",),
+        "sabre intervals --model {model} --traces-dir results/traces/{model} --metrics results/metrics/{model}.json"
+        " --output results/intervals/{model}.json",
+        deps=("results/traces/{model}/{*split}.jsonl", "results/metrics/{model}.json"),
+        outs=(Out("results/intervals/{model}.json"),),
+        params=("splits", *_BOOTSTRAP),
+        code=("analysis",),
+    ),
+    Stage(
+        "tables",
+        (),
+        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/tables",
+        deps=(_METRICS, _INTERVALS),
+        outs=(
+            Out("results/tables/main_results.md", report=("Tables", "Main results")),
+            Out("results/tables/main_results.csv", report=("Tables", "Main results")),
+            Out("results/tables/main_results.tex"),
+            Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
+        ),
+        params=(*_AGG_PARAMS, "dataset.source"),
+        code=("tables",),
+    ),
+    Stage(
+        "figures",
+        (),
+        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/figures",
+        deps=(_METRICS, _INTERVALS),
+        outs=tuple(
+            Out(f"results/figures/{fig}.{ext}", report=("Figures", "Accuracy") if ext == "png" else None)
+            for fig in FIGURES
+            for ext in ("png", "pdf")
+        ),
+        params=(*_AGG_PARAMS, "dataset.source"),
+        code=("figures", "plotting", "tables"),
+    ),
+    Stage(
+        "compare",
+        (),
+        "sabre compare --traces-dir results/traces --outdir results/tables",
+        deps=(_TRACES,),
+        outs=(
+            Out("results/tables/model_comparison.md", report=("Analysis", "Paired model comparison")),
+            Out("results/tables/model_comparison.csv"),
+        ),
+        params=(*_AGG_PARAMS, *_BOOTSTRAP),
+        code=("analysis",),
+    ),
+    Stage(
+        "diagnose",
+        (),
+        "sabre diagnose --traces-dir results/traces --data data/parquet --tables-dir results/tables"
+        " --figures-dir results/figures --json results/analysis/diagnostics.json",
+        deps=(_TRACES, _PARQUET),
+        outs=(
+            Out("results/analysis/diagnostics.json"),
+            Out("results/tables/diagnostics.md", report=("Analysis", "World-prior diagnostics")),
+            *(Out(f"results/tables/{name}") for name in DIAGNOSTIC_TABLES),
+            Out("results/figures/pair_outcomes.png", report=("Figures", "World-prior diagnostics")),
+            Out("results/figures/pair_outcomes.pdf"),
+        ),
+        params=_AGG_PARAMS,
+        code=("data", "plotting", "analysis"),
+    ),
+    Stage(
+        "paper_compare",
+        (),
+        "sabre paper-compare --intervals-dir results/intervals --outdir results/tables",
+        deps=(_INTERVALS,),
+        outs=(
+            Out("results/tables/paper_comparison.md", report=("Analysis", "Comparison with the paper")),
+            Out("results/tables/paper_comparison.csv"),
+        ),
+        params=_AGG_PARAMS,
+        code=("analysis",),
+    ),
+    Stage(
+        "html_report",
+        (),
+        "sabre report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals"
+        " --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv"
+        " --paper results/tables/paper_comparison.csv"
+        + "".join(f" --figure results/figures/{fig}.png" for fig in REPORT_FIGURES)
+        + " --output results/report/index.html",
+        deps=(
+            _TRACES,
+            _PARQUET,
+            _INTERVALS,
+            "results/analysis/diagnostics.json",
+            "results/tables/model_comparison.csv",
+            "results/tables/paper_comparison.csv",
+            *(f"results/figures/{fig}.png" for fig in REPORT_FIGURES),
+        ),
+        outs=(Out("results/report/index.html"),),
+        params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
+        code=("data", "prompts", "analysis"),
+    ),
+    Stage(
+        "manifest",
+        (),
+        "sabre manifest --output results/manifest.json --data data/parquet",
+        deps=(_PARQUET,),
+        outs=(Out("results/manifest.json"),),
+        code=("src/sabre_prior",),
+        files=("params.yaml", "Snakefile", "workflow"),
+    ),
+    Stage(
+        "plot_data",
+        (),
+        "sabre plot-data --metrics-dir results/metrics --output results/plots/split_accuracy.csv",
+        deps=(_METRICS,),
+        outs=(
+            Out(
+                "results/plots/split_accuracy.csv",
+                kind="plot",
+                plot={
+                    "x": "split",
+                    "y": "accuracy",
+                    "template": "grouped_bars",
+                    "title": "Accuracy by split and model (%)",
+                    "x_label": "split",
+                    "y_label": "accuracy (%)",
+                },
+            ),
+        ),
+        params=_AGG_PARAMS,
+        code=("dvc_commands", "plotdata"),
+    ),
+)
+BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
+
+
+# ---------------------------------------------------------------------------
+# Sources
+# ---------------------------------------------------------------------------
+def source_kind(source: str) -> str:
+    """``demo``, ``local`` (an existing directory) or ``hub`` (a repo id)."""
+    if source == "demo":
+        return "demo"
+    path = Path(source).expanduser()
+    if path.is_dir() or source.startswith((".", "/", "~")) or source.count("/") != 1:
+        return "local"
+    return "hub"
+
+
+def pinned(revision: Any) -> bool:
+    """A revision that names one commit (40 hex digits): the same data whenever it is read."""
+    return isinstance(revision, str) and bool(_SHA.match(revision))
+
+
+def local_split_folders(source: str, split: str) -> list[str]:
+    """The folders (relative to the source) holding ``split``'s files, from the dataset card."""
+    from .fetch import split_folder, split_patterns
+
+    folders = sorted({split_folder(p) for p in split_patterns(source, split)})
+    return folders or ["."]
+
+
+# ---------------------------------------------------------------------------
+# Paths and code
+# ---------------------------------------------------------------------------
+def code_paths(stage: Stage, root: Path) -> list[str]:
+    """The stage's code as project paths: modules as ``.py`` files, packages and data as folders."""
+    paths = []
+    for name in (*BASE_CODE, *stage.code):
+        if "/" in name:
+            paths.append(name)
+        elif (root / PACKAGE_DIR / f"{name}.py").is_file():
+            paths.append(f"{PACKAGE_DIR}/{name}.py")
+        else:
+            paths.append(f"{PACKAGE_DIR}/{name}")
+    seen: dict[str, None] = {}
+    for p in paths:
+        seen.setdefault(p, None)
+    return list(seen)
+
+
+_SKIP = frozenset({"__pycache__", ".snakemake_timestamp"})
+
+
+def tree_files(root: Path, rel: str) -> list[str]:
+    """``rel`` if a file, else every file below it (sorted; caches skipped)."""
+    path = root / rel
+    if path.is_file() or not path.exists():
+        return [rel]
+    out = []
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and not (_SKIP & set(p.relative_to(root).parts)) and p.suffix != ".pyc":
+            out.append(p.relative_to(root).as_posix())
+    return out
+
+
+def expand_star(pattern: str, values: Mapping[str, Sequence[str]]) -> list[str]:
+    """``{*model}``/``{*split}`` replaced by every value (the item placeholders are kept)."""
+    names = _STAR.findall(pattern)
+    if not names:
+        return [pattern]
+    out = []
+    for combo in itertools.product(*(values[n] for n in names)):
+        text = pattern
+        for n, v in zip(names, combo):
+            text = text.replace("{*" + n + "}", v, 1)
+        out.append(text)
+    return out
+
+
+def dvc_path(pattern: str) -> str:
+    """The path DVC tracks for a pattern: the folder above the first ``{*...}``, else the pattern."""
+    match = _STAR.search(pattern)
+    if not match:
+        return pattern
+    prefix = pattern[: match.start()]
+    return prefix.rstrip("/") if prefix.endswith("/") else prefix.rsplit("/", 1)[0]
+
+
+def get_param(params: Mapping[str, Any], key: str) -> Any:
+    node: Any = params
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+# ---------------------------------------------------------------------------
+# A pipeline for one params.yaml
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Job:
+    """One concrete job (a DVC stage instance, e.g. ``predict@random-context``)."""
+
+    stage: Stage
+    item: tuple[tuple[str, str], ...]  # (("model", "random"), ("split", "context"))
+    command: str
+    inputs: tuple[str, ...]  # data inputs, code files, project files
+    outputs: tuple[str, ...]
+    stamp: str
+    stamp_content: str
+
+    @property
+    def name(self) -> str:
+        if not self.item:
+            return self.stage.name
+        return self.stage.name + "@" + "-".join(v for _, v in self.item)
+
+
+@dataclass
+class Pipeline:
+    """The declaration applied to one configuration (models, splits, source)."""
+
+    params: Mapping[str, Any]
+    root: Path = field(default_factory=Path.cwd)
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.params["models"])
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.params["splits"])
+
+    @property
+    def source(self) -> str:
+        return str(self.params["dataset"]["source"])
+
+    @property
+    def kind(self) -> str:
+        return source_kind(self.source)
+
+    @property
+    def stages(self) -> list[Stage]:
+        return [s for s in STAGES if s.name != "demo_data" or self.kind == "demo"]
+
+    def values(self) -> dict[str, list[str]]:
+        return {"model": self.models, "split": self.splits}
+
+    # -- Snakemake's view -------------------------------------------------------
+    def fetch_inputs(self, split: str) -> list[str]:
+        """What the fetch of ``split`` reads: the demo folder, a local mirror's card and split files, or its stamp."""
+        if self.kind == "demo":
+            return [C.DEMO_DIR]
+        if self.kind == "local":
+            src = Path(self.source).expanduser()
+            files = [str(src / "README.md")]
+            for folder in local_split_folders(self.source, split):
+                base = src / folder
+                if base.is_dir():
+                    files += sorted(str(p) for p in base.rglob("*") if p.is_file())
+            return files
+        return []  # hub: the resolved revision is in the job's stamp
+
+    def code_files(self, stage: Stage) -> list[str]:
+        return [f for rel in (*code_paths(stage, self.root), *stage.files) for f in tree_files(self.root, rel)]
+
+    def inputs(self, stage: Stage) -> list[str]:
+        """Snakemake input patterns (item placeholders kept as wildcards) of the stage, without its stamp."""
+        data = [p for d in stage.deps for p in expand_star(d, self.values())]
+        return [*data, *self.code_files(stage)]
+
+    def outputs(self, stage: Stage) -> list[str]:
+        return [p for o in stage.outs for p in expand_star(o.path, self.values())]
+
+    def shell(self, stage: Stage) -> str:
+        """The command for Snakemake's ``shell:`` (wildcards, params values filled in, other braces escaped)."""
+        text = _PARAM.sub(lambda m: str(get_param(self.params, m.group(1))), stage.command())
+        text = text.replace("{", "{{").replace("}", "}}")
+        return re.sub(r"\{\{(model|split)\}\}", r"{wildcards.\1}", text)
+
+    def jobs(self) -> list[Job]:
+        """Every job of the pipeline, producers first."""
+        out = []
+        for stage in self.stages:
+            for combo in itertools.product(*(self.values()[o] for o in stage.over)):
+                item = tuple(zip(stage.over, combo))
+                out.append(self.job(stage, dict(item)))
+        return out
+
+    def job(self, stage: Stage, item: Mapping[str, str]) -> Job:
+        def fill(text: str) -> str:
+            return _ITEM.sub(lambda m: item[m.group(1)], text)
+
+        command = _PARAM.sub(lambda m: str(get_param(self.params, m.group(1))), fill(stage.command()))
+        inputs = [fill(p) for p in self.inputs(stage)]
+        if stage.name == "fetch":
+            inputs = [*self.fetch_inputs(item["split"]), *inputs]
+        params = {fill(k): get_param(self.params, fill(k)) for k in stage.params}
+        content: dict[str, Any] = {"command": command, "params": params}
+        if stage.name == "fetch" and self.kind == "hub":
+            content["revision"] = None  # filled in by dagsync (the resolved commit)
+        return Job(
+            stage=stage,
+            item=tuple((k, item[k]) for k in stage.over),
+            command=command,
+            inputs=tuple(inputs),
+            outputs=tuple(fill(p) for p in self.outputs(stage)),
+            stamp=fill(stage.stamp),
+            stamp_content=json.dumps(content, sort_keys=True, indent=1) + "\n",
+        )
+
+    def all_outputs(self) -> list[str]:
+        return [o for job in self.jobs() for o in job.outputs if job.stage.name not in ("demo_data", "fetch")]
+
+
+def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] | None = None) -> list[Any]:
+    """The rule's outputs, with Snakemake's report() and directory() markers (passed in from the Snakefile)."""
+    stage = BY_NAME[name]
+    out: list[Any] = []
+    for o in stage.outs:
+        for path in expand_star(o.path, pipeline.values()):
+            if o.report and report is not None:
+                out.append(report(path, category=o.report[0], subcategory=o.report[1]))
+            else:
+                out.append(path)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# dvc.yaml
+# ---------------------------------------------------------------------------
+_HEADER = """\
+# GENERATED by `sabre dvc-yaml` from the pipeline's one declaration (src/sabre_prior/pipeline.py)
+# and the dataset section of params.yaml. Do not edit: change the declaration and regenerate
+# (a test compares this file with a fresh rendering; the Snakefile regenerates it when
+# dataset.source changes kind).
+#
+# One stage per Snakemake rule, the same `sabre` command; foreach/matrix over params.yaml's
+# models and splits (adding a model needs no regeneration). Each stage depends on its code and
+# exactly the params it reads. Logs (results/logs/) are not outputs: they hold timings.
+"""
+
+
+def _dvc_text(text: str, over: tuple[str, ...]) -> str:
+    if over == ("split",):
+        subst = {"split": "${item}"}
+    elif over == ("model",):
+        subst = {"model": "${key}"}
+    else:
+        subst = {"model": "${item.model}", "split": "${item.split}"}
+    text = _ITEM.sub(lambda m: subst[m.group(1)], text)
+    return _PARAM.sub(lambda m: "${" + m.group(1) + "}", text)
+
+
+def _dvc_fetch(pipeline: Pipeline) -> tuple[list[str], bool]:
+    """The fetch stage's data deps and whether it must always run (an unpinned hub revision)."""
+    if pipeline.kind == "demo":
+        return [C.DEMO_DIR], False
+    if pipeline.kind == "hub":
+        return [], not pinned(get_param(pipeline.params, "dataset.revision"))
+    source = pipeline.source.rstrip("/")
+    folders = {s: local_split_folders(pipeline.source, s) for s in pipeline.splits}
+    first = pipeline.splits[0]
+    templated = [f.replace(first, "{split}") for f in folders[first]]
+    if all([t.replace("{split}", s) for t in templated] == folders[s] for s in pipeline.splits):
+        deps = [f"{source}/README.md", *(f"{source}/{t}" if t != "." else source for t in templated)]
+    else:  # folders that do not follow one pattern: the whole mirror
+        deps = [source]
+    return deps, False
+
+
+def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
+    cmd_dir = stage.log.rsplit("/", 1)[0]
+    body: dict[str, Any] = {
+        "cmd": [_dvc_text(f"mkdir -p {cmd_dir}", stage.over), _dvc_text(stage.command(), stage.over)]
+    }
+    deps = [dvc_path(d) for d in stage.deps]
+    always = False
+    if stage.name == "fetch":
+        data, always = _dvc_fetch(pipeline)
+        deps = [*data, *deps]
+    deps += [*stage.files, *code_paths(stage, pipeline.root)]
+    body["deps"] = [_dvc_text(d, stage.over) for d in dict.fromkeys(deps)]
+    if stage.params:
+        body["params"] = [_dvc_text(p, stage.over) for p in stage.params]
+    outs: dict[str, list[Any]] = {}
+    for o in stage.outs:
+        path = _dvc_text(dvc_path(o.path), stage.over)
+        key = {"out": "outs", "metric": "metrics", "plot": "plots"}[o.kind]
+        entry: Any = {path: dict(o.plot)} if o.plot else path
+        if entry not in outs.setdefault(key, []):
+            outs[key].append(entry)
+    body.update(outs)
+    if always:
+        body["always_changed"] = True
+    if stage.over == ("split",):
+        return {"foreach": "${splits}", "do": body}
+    if stage.over == ("model",):
+        return {"foreach": "${models}", "do": body}
+    if stage.over:
+        return {"matrix": {"model": "${models}", "split": "${splits}"}, **body}
+    return body
+
+
+def render_dvc_yaml(pipeline: Pipeline) -> str:
+    import yaml
+
+    stages = {s.name: dvc_stage(pipeline, s) for s in pipeline.stages}
+    text = yaml.safe_dump({"stages": stages}, sort_keys=False, width=120, default_flow_style=False)
+    return _HEADER + "\n" + text
+
+
+def dvc_yaml_is_fresh(pipeline: Pipeline, path: Path | None = None) -> bool:
+    path = path or pipeline.root / DVC_YAML
+    return path.is_file() and path.read_text(encoding="utf-8") == render_dvc_yaml(pipeline)
+
+
+def write_dvc_yaml(pipeline: Pipeline, path: Path | None = None) -> bool:
+    """(Re)write dvc.yaml; True when it changed."""
+    from .io_utils import atomic_writer
+
+    path = path or pipeline.root / DVC_YAML
+    text = render_dvc_yaml(pipeline)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    with atomic_writer(path, "w") as fh:
+        fh.write(text)
+    return True
+
+
+def job_names(pipeline: Pipeline) -> list[str]:
+    return [j.name for j in pipeline.jobs()]
+
+
+def producers(jobs: Iterable[Job]) -> dict[str, Job]:
+    return {o: j for j in jobs for o in j.outputs}

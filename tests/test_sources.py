@@ -1,0 +1,176 @@
+"""Every kind of source under real Snakemake and DVC: local mirrors in each layout, and the hub's revision.
+
+A temporary git repo of the project with one model (`random`) reads a local mirror built by
+tests/layouts.py. The full scenario runs on the `nested` layout (metadata.jsonl, nested image
+folders, lettered options); every other layout runs the fetch of two splits through both tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+from dvc_helpers import copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, smk
+from layouts import LAYOUTS, write_layout
+
+pytestmark = pytest.mark.slow
+
+UP_TO_DATE = "Data and pipelines are up to date."
+AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data"}
+
+
+def use_source(project: Path, source: Path) -> None:
+    """params.yaml with `source` and one model (keeps the runs short)."""
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    params["dataset"]["source"] = str(source)
+    params["models"] = {"random": params["models"]["random"]}
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+
+
+def edit_question(mirror: Path, split: str) -> None:
+    path = mirror / "data" / split / "metadata.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rows[0]["question"] = rows[0]["question"].rstrip("?") + " (edited)?"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_repo(tmp_path_factory.mktemp("sources") / "base")
+
+
+@pytest.fixture(scope="module")
+def local_run(base: Path, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("local-run")
+    mirror = write_layout(demo_dir, root / "mirror", "nested")
+    project = copy_tree(base, root / "project")
+    use_source(project, mirror)
+    proc = smk(project, "--cores", "2", "all")
+    assert "recorded" in out(proc), out(proc)[-3000:]
+    return project, mirror
+
+
+def test_a_local_mirror_runs_end_to_end_and_both_tools_agree(local_run: tuple[Path, Path]) -> None:
+    project, _ = local_run
+    assert UP_TO_DATE in dvc(project, "status").stdout
+    lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
+    assert "demo_data" not in lock and not (project / "data" / "demo").exists()
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+    assert dvc_ran(out(dvc(project, "repro"))) == []
+    options = (project / "results/traces/random/language.jsonl").read_text()
+    assert "A. A." not in options
+
+
+def test_an_edited_split_refetches_only_that_split_in_snakemake(local_run: tuple[Path, Path], tmp_path: Path) -> None:
+    project = copy_tree(local_run[0], tmp_path / "p")
+    mirror = copy_tree(local_run[1], tmp_path / "m")
+    use_source(project, mirror)  # the copy of the mirror (an edit of the source's path re-fetches all)
+    smk(project, "--cores", "2", "all")
+    edit_question(mirror, "language")
+    jobs = planned_jobs(out(smk(project, "-n", "all")))
+    assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
+    assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
+    log = out(smk(project, "--cores", "2", "all"))
+    assert "--split language" in log and "--split context" not in log
+    assert UP_TO_DATE in dvc(project, "status").stdout
+    assert dvc_ran(out(dvc(project, "repro"))) == []
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+
+
+def test_an_edited_split_refetches_only_that_split_in_dvc(local_run: tuple[Path, Path], tmp_path: Path) -> None:
+    project = copy_tree(local_run[0], tmp_path / "p")
+    mirror = copy_tree(local_run[1], tmp_path / "m")
+    use_source(project, mirror)
+    smk(project, "--cores", "2", "all")
+    edit_question(mirror, "attribute")
+    ran = dvc_ran(out(dvc(project, "repro")))
+    assert [s for s in ran if s.startswith(("fetch", "predict", "evaluate"))] == [
+        "fetch@attribute", "predict@random-attribute", "evaluate@random"
+    ], ran
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+    assert UP_TO_DATE in dvc(project, "status").stdout
+
+
+@pytest.mark.parametrize("layout", [x for x in LAYOUTS if x != "nested"])
+def test_every_layout_fetches_under_both_tools(base: Path, demo_dir: Path, tmp_path: Path, layout: str) -> None:
+    mirror = write_layout(demo_dir, tmp_path / "mirror", layout)
+    project = copy_tree(base, tmp_path / "p")
+    use_source(project, mirror)
+    targets = ["data/parquet/context.parquet", "data/parquet/language.parquet"]
+    smk(project, "--cores", "2", *targets)
+    assert dvc(project, "status", "--json", "fetch@context", "fetch@language").stdout.strip() in ("", "{}")
+    assert planned_jobs(out(smk(project, "-n", *targets))) == {}
+    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
+    folder = "${item}" if layout == "shards" else "data/${item}"
+    assert stages["fetch"]["do"]["deps"][:2] == [f"{mirror}/README.md", f"{mirror}/{folder}"]
+
+
+# ---------------------------------------------------------------------------
+# A hub id: the resolved revision
+# ---------------------------------------------------------------------------
+class _RevisionHub(BaseHTTPRequestHandler):
+    """`GET /api/datasets/<repo>/revision/<rev>` as huggingface_hub's HfApi.dataset_info calls it
+    (hf_api.py: path /api/datasets/{repo_id}/revision/{quoted revision}; the JSON's `sha` is the commit)."""
+
+    sha: ClassVar[str] = "a" * 40
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = json.dumps({"id": "Zesearch/SABRE-Prior", "sha": _RevisionHub.sha, "private": False}).encode()
+        self.send_response(200 if "/api/datasets/Zesearch/SABRE-Prior" in self.path else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def revision_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_RevisionHub]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RevisionHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+    try:
+        yield _RevisionHub
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_new_hub_revision_rewrites_the_fetch_stamps_and_the_same_one_never_does(
+    revision_hub: type[_RevisionHub], tmp_path: Path
+) -> None:
+    from sabre_prior.dagsync import job_times, write_stamps
+    from sabre_prior.pipeline import Pipeline
+
+    params = {"dataset": {"source": "Zesearch/SABRE-Prior", "revision": None}, "splits": ["context", "language"],
+              "models": {"random": {"backend": "baseline", "strategy": "random"}}}
+    pipeline = Pipeline(params, tmp_path)
+    jobs = [j for j in pipeline.jobs() if j.stage.name == "fetch"]
+    assert sorted(write_stamps(pipeline, jobs)) == [".sabre/stamps/fetch/context.json", ".sabre/stamps/fetch/language.json"]
+    assert json.loads((tmp_path / jobs[0].stamp).read_text())["revision"] == "a" * 40
+    for job in jobs:  # outputs made from that revision, after its stamp
+        output = tmp_path / job.outputs[0]
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_bytes(b"x")
+        stamp_ns = (tmp_path / job.stamp).stat().st_mtime_ns
+        os.utime(output, ns=(stamp_ns + 1000, stamp_ns + 1000))
+    assert all(job_times(tmp_path, j).consistent for j in jobs)
+    assert write_stamps(pipeline, jobs) == []  # the same commit: nothing to re-fetch
+    revision_hub.sha = "b" * 40
+    assert len(write_stamps(pipeline, jobs)) == 2  # a new commit: both splits re-fetch
+    assert not any(job_times(tmp_path, j).consistent for j in jobs)
+    shutil.rmtree(tmp_path / ".sabre")
