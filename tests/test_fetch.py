@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -321,7 +322,20 @@ class _FakeHub(BaseHTTPRequestHandler):
         _FakeHub.seen.append((path, bool(token)))
         repo = f"/{C.HUB_REPO_ID}/"
         code, error_code, message = 404, None, "Not found"
-        if repo in path:
+        info = re.fullmatch(rf"/api/datasets/{re.escape(C.HUB_REPO_ID)}(/revision/[^/]+)?", path)
+        if info and token != INVALID and not path.endswith("/revision/v404"):
+            # A gated repo "is publicly accessible, but you have to accept the conditions to access its
+            # files" (https://huggingface.co/docs/hub/datasets-gated; its pages say "You can list files but
+            # not access them"): its info (HfApi.dataset_info, with the commit `sha`) needs no grant.
+            body = json.dumps({"id": C.HUB_REPO_ID, "sha": "0" * 40, "gated": "manual", "private": False}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            return
+        if repo in path + "/":
             if token == INVALID:
                 code, message = 401, "Invalid credentials in Authorization header"
             elif not token:

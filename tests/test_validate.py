@@ -139,7 +139,7 @@ CASES = [
      "has 3 options, expected 4"),
     ("empty option", "language", _set(0, "options", ["x", "", "z", "w"]), "language_001", "options", "option text is empty"),
     ("answer not a key", "language", _set(2, "answer", "E"), "language_003", "answer", "not an option key"),
-    ("options not a container", "language", _set(0, "options", 7), "language_001", "options", "list or a mapping"),
+    ("options not a container", "language", _set(0, "options", 7), "language_001", "options", "a list, a mapping or text"),
 ]
 
 

@@ -394,6 +394,7 @@ class Pipeline:
 
     params: Mapping[str, Any]
     root: Path = field(default_factory=Path.cwd)
+    _inputs: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def models(self) -> list[str]:
@@ -438,8 +439,11 @@ class Pipeline:
 
     def inputs(self, stage: Stage) -> list[str]:
         """Snakemake input patterns (item placeholders kept as wildcards) of the stage, without its stamp."""
-        data = [p for d in stage.deps for p in expand_star(d, self.values())]
-        return [*data, *self.code_files(stage)]
+        cached = self._inputs.get(stage.name)
+        if cached is None:
+            data = [p for d in stage.deps for p in expand_star(d, self.values())]
+            cached = self._inputs[stage.name] = [*data, *self.code_files(stage)]
+        return list(cached)
 
     def outputs(self, stage: Stage) -> list[str]:
         return [p for o in stage.outs for p in expand_star(o.path, self.values())]

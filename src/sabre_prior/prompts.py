@@ -67,7 +67,10 @@ def _parse_options_text(text: str) -> Any:
             except (ValueError, SyntaxError):
                 raise ValueError(f"options text {text[:60]!r} is neither JSON nor a list literal") from None
     sep = "\n" if "\n" in text else "|"
-    return [part.strip() for part in text.split(sep) if part.strip()]
+    parts = [part.strip() for part in text.split(sep) if part.strip()]
+    if len(parts) < 2:
+        raise ValueError(f"options text {text[:60]!r} is not JSON, a list literal, or options one per line or separated by |")
+    return parts
 
 
 def options_mapping(options: Any) -> dict[str, str]:

@@ -159,7 +159,7 @@ def _extractor(eval_type: str, options: Mapping[str, str]) -> Callable[[str], Ex
 def _options(options: Any) -> dict[str, str]:
     try:
         return options_mapping(options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # ValueError: options text that cannot be parsed
         raise DataError(f"field {C.COL_OPTIONS!r}: {exc}") from None
 
 

@@ -117,7 +117,7 @@ def _check_probe_fields(split: str, rid: str, row: Mapping[str, Any]) -> list[Pr
 def _check_options(split: str, rid: str, row: Mapping[str, Any]) -> list[Problem]:
     try:
         options = options_mapping(row.get(C.COL_OPTIONS))
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         return [Problem(split, rid, C.COL_OPTIONS, str(exc))]
     out: list[Problem] = []
     if len(options) != 4:

@@ -30,8 +30,9 @@ def stage_log(name):
     return BY_NAME[name].log
 
 
-def stage_shell(name):
-    return PIPELINE.shell(BY_NAME[name])
+def stage_shell(name, prefix=""):
+    """The declared command; `prefix` is Snakemake-only (device pinning, a Snakemake placeholder)."""
+    return f"{prefix}{PIPELINE.shell(BY_NAME[name])}"
 
 
 # Resources of the predict jobs, from each model's settings (see

@@ -35,7 +35,7 @@ rule predict:
     conda:
         "../../environment.yml"
     shell:
-        "{params.cuda}" + stage_shell("predict")
+        stage_shell("predict", prefix="{params.cuda}")
 
 
 # Local models (transformers, vllm): the same job as a rule of its own, so that a
