@@ -3,7 +3,7 @@
 # workflow/rules/*.smk take their inputs, outputs, log and command from it. All logic is
 # in the `sabre_prior` package, called through the `sabre` CLI.
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -11,12 +11,11 @@ min_version("9.0")
 configfile: "params.yaml"
 
 
-# unknown or misspelt keys are errors with the closest valid key suggested (sabre_prior.config);
-# Snakemake's validate then fills in the schema's defaults
+# validated against workflow/schemas/params.schema.yaml; unknown or misspelt keys are errors with
+# the closest valid key suggested (sabre_prior.config)
 from sabre_prior.config import validate_params
 
 validate_params(config, "params.yaml")
-validate(config, "workflow/schemas/params.schema.yaml")
 
 # Snakemake and DVC agree on what is up to date (sabre_prior.dagsync, public interfaces only):
 # before planning, each job's stamp is refreshed and, only where an output is older than an

@@ -33,19 +33,11 @@ STRATEGIES = ("random", "always_yes", "always_no", "prior")
 
 
 def project_copy(dest: Path) -> Path:
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
-    ).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        src = ROOT / rel
-        if not src.exists():
-            continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            target.symlink_to(os.readlink(src))
-        else:
-            shutil.copy2(src, target)
+    """A git repo holding one commit of the project as a fresh clone sees it (tests/project.py's copy)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from project import copy_project
+
+    copy_project(dest)
     git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=dest, check=True)
     subprocess.run([*git, "add", "-A"], cwd=dest, check=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -20,9 +21,15 @@ def schema_path() -> Path:
     return Path(str(resources.files("sabre_prior") / "resources" / SCHEMA_RESOURCE))
 
 
-def load_schema() -> dict[str, Any]:
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: read at every DAG build
     with open(schema_path(), encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+
+
+def load_schema() -> dict[str, Any]:
+    return copy.deepcopy(_schema())
 
 
 def _format_path(path: Any) -> str:
