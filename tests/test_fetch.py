@@ -481,3 +481,29 @@ def test_a_missing_split_folder_says_which_folder_the_card_expects(demo_dir: Pat
         f"{mirror}: split 'texture' is missing: the dataset card (README.md) expects its files at data/texture/**, "
         "but there is no folder data/texture/"
     )
+
+
+def test_the_resolved_hub_commit_is_recorded_in_the_parquet_and_the_manifest(
+    fake_hub: str, demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub.constants as hc
+
+    from sabre_prior.fetch import REVISION_KEY, canonical_table, parquet_revision, resolve_revision
+    from sabre_prior.manifest import parquet_fingerprint
+
+    monkeypatch.setattr(hc, "ENDPOINT", fake_hub)
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", GRANTED)
+    sha = resolve_revision(C.HUB_REPO_ID, None)
+    assert sha == "0" * 40  # what the fake's dataset info says (`sha`)
+    with pytest.raises(AccessError, match="revision 'v404' does not exist"):
+        resolve_revision(C.HUB_REPO_ID, "v404")
+    # fetch_split stores the commit it read in the schema metadata (write_parquet keeps it)
+    with open_split(str(demo_dir), "attribute") as ds:
+        table = canonical_table(ds.data.table, ds.features, "attribute")
+        write_parquet(table.replace_schema_metadata({**table.schema.metadata, REVISION_KEY: sha.encode()}), tmp_path / "a.parquet")
+    assert parquet_revision(tmp_path / "a.parquet") == sha
+    assert parquet_fingerprint(tmp_path / "a.parquet")["hub_revision"] == sha
+    with open_split(str(demo_dir), "attribute") as ds:  # a local source records none
+        write_parquet(canonical_table(ds.data.table, ds.features, "attribute"), tmp_path / "b.parquet")
+    assert parquet_revision(tmp_path / "b.parquet") is None and "hub_revision" not in parquet_fingerprint(tmp_path / "b.parquet")

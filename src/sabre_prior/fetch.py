@@ -363,8 +363,10 @@ def write_parquet(table: pa.Table, output: Path, row_group_rows: int = ROW_GROUP
     with atomic_writer(output, "wb") as fh:
         writer: pq.ParquetWriter | None = None
         try:
+            carried = dict(table.schema.metadata or {})  # e.g. the hub revision (embedding drops it)
             for start in range(0, table.num_rows, row_group_rows):
                 chunk = embed_table_storage(table.slice(start, row_group_rows))
+                chunk = chunk.replace_schema_metadata({**carried, **(chunk.schema.metadata or {})})
                 if writer is None:
                     writer = pq.ParquetWriter(fh, chunk.schema, compression="snappy", store_schema=True)
                 writer.write_table(chunk, row_group_size=row_group_rows)
