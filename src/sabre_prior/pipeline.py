@@ -31,7 +31,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from . import contracts as C
 
@@ -607,11 +607,3 @@ def write_dvc_yaml(pipeline: Pipeline, path: Path | None = None) -> bool:
     with atomic_writer(path, "w") as fh:
         fh.write(text)
     return True
-
-
-def job_names(pipeline: Pipeline) -> list[str]:
-    return [j.name for j in pipeline.jobs()]
-
-
-def producers(jobs: Iterable[Job]) -> dict[str, Job]:
-    return {o: j for j in jobs for o in j.outputs}
