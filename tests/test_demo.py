@@ -14,6 +14,9 @@ import yaml
 from PIL import Image
 
 from sabre_prior import cli, demo
+from sabre_prior.demo import attribute as demo_attribute
+from sabre_prior.demo import context as demo_context
+from sabre_prior.demo import items as demo_items
 from sabre_prior import contracts as C
 from sabre_prior.errors import DataError
 from sabre_prior.prompts import options_mapping
@@ -226,8 +229,8 @@ def _runs(row: np.ndarray, background: np.ndarray) -> int:
 def test_attribute_drawing_shows_exactly_n_parts(obj: str, scan_y: float, n: int) -> None:
     """A scan line across the legs / fingers / wheels crosses exactly ``n`` of them."""
     sc = dataclasses.replace(demo.SCALES["full"], noise=0.0, blur=0.0)
-    rng = demo._rng(0, "test", obj, n)
-    img = demo._attribute_image(sc, rng, obj, n)
+    rng = demo_items._rng(0, "test", obj, n)
+    img = demo_attribute._attribute_image(sc, rng, obj, n)
     arr = np.asarray(img)
     y = round(sc.height * 0.47 + scan_y * sc.height * 0.72)
     assert _runs(arr[y], arr[y, 0]) == n
@@ -237,7 +240,7 @@ def test_full_scale_images_are_photo_sized(tmp_path: Path) -> None:
     """Full-scale images have the real size and JPEG weight (200-400 KB)."""
     sc = demo.SCALES["full"]
     assert (sc.width, sc.height, sc.pairs, sc.singles) == (1400, 939, 100, 100)
-    item = next(demo._context_items(dataclasses.replace(sc, pairs=1), 0))
-    data = demo._encode(item.image, sc, 0, item.path)
+    item = next(demo_context._context_items(dataclasses.replace(sc, pairs=1), 0))
+    data = demo_items._encode(item.image, sc, 0, item.path)
     assert 200_000 <= len(data) <= 400_000
     assert Image.open(__import__("io").BytesIO(data)).size == (1400, 939)
