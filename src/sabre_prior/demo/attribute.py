@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 
 from .. import contracts as C
 from .draw import RGB, Pen, _jit, _mix, _vgradient
-from .items import IMAGES_DIR, Scale, _Item, _num, _rng
+from .items import IMAGES_DIR, Scale, _Item, _numbered
 
 CountDrawer = Callable[[Pen, int, random.Random], None]
 
@@ -196,11 +196,8 @@ def _attribute_image(sc: Scale, rng: random.Random, obj: str, n: int) -> Image.I
 
 
 def _attribute_items(sc: Scale, seed: int) -> Iterator[_Item]:
-    split, objects = "attribute", list(ATTRIBUTE_OBJECTS)
-    for i in range(sc.singles):
-        qid = f"{split}_{_num(i)}"
-        rng = _rng(seed, qid)
-        obj = objects[i % len(objects)]
+    split = "attribute"
+    for qid, rng, obj in _numbered(split, sc.singles, seed, list(ATTRIBUTE_OBJECTS)):
         part, canonical, (lo, hi), _ = ATTRIBUTE_OBJECTS[obj]
         n = rng.choice([k for k in range(lo, hi + 1) if k != canonical])
         row = {

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from PIL import Image, ImageDraw
 
 from .draw import RGB, Pen, _jit, _label, _mix, _vgradient
-from .items import Scale, _Item, _num, _pair_items, _rng
+from .items import Scale, _Item, _numbered, _pair_items, _rng
 
 ObjectDrawer = Callable[[Pen, random.Random], None]
 Background = Callable[[ImageDraw.ImageDraw, int, int, random.Random], float]  # returns the ground line (0-1)
@@ -385,11 +385,8 @@ def _context_images(sc: Scale, rng: random.Random, scene: str, source: str, targ
 
 
 def _context_items(sc: Scale, seed: int) -> Iterator[_Item]:
-    split, scenes = "context", list(SCENES)
-    for i in range(sc.pairs):
-        pair_id = f"{split}_{_num(i)}"
-        rng = _rng(seed, pair_id)
-        scene = scenes[i % len(scenes)]
+    split = "context"
+    for pair_id, rng, scene in _numbered(split, sc.pairs, seed, list(SCENES)):
         _, sources, targets = SCENES[scene]
         source, target = rng.choice(sources), rng.choice(targets)
         base, edited = _context_images(sc, rng, scene, source, target)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import io
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from PIL import Image, ImageFilter
@@ -19,6 +19,8 @@ from PIL import Image, ImageFilter
 from .. import contracts as C
 
 IMAGES_DIR = "images"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,13 @@ class _Item:
 
 def _num(i: int) -> str:
     return f"{i + 1:03d}"
+
+
+def _numbered(split: str, count: int, seed: int, cycle: Sequence[T]) -> Iterator[tuple[str, random.Random, T]]:
+    """``count`` ids ``<split>_001``, ``<split>_002``...; each with its own generator and, round robin, an entry of ``cycle``."""
+    for i in range(count):
+        item_id = f"{split}_{_num(i)}"
+        yield item_id, _rng(seed, item_id), cycle[i % len(cycle)]
 
 
 def _pair_items(

@@ -13,7 +13,7 @@ from PIL import Image, ImageDraw
 
 from .. import contracts as C
 from .draw import OUTLINE, Pen, _jit, _vgradient
-from .items import IMAGES_DIR, Scale, _Item, _num, _rng
+from .items import IMAGES_DIR, Scale, _Item, _numbered
 
 SceneDrawer = Callable[[ImageDraw.ImageDraw, Pen, random.Random], None]
 
@@ -158,10 +158,7 @@ def _language_image(sc: Scale, rng: random.Random, drawer: SceneDrawer) -> Image
 
 def _language_items(sc: Scale, seed: int) -> Iterator[_Item]:
     split = "language"
-    for i in range(sc.singles):
-        qid = f"{split}_{_num(i)}"
-        rng = _rng(seed, qid)
-        drawer, question, suggested, distractors = LANGUAGE_ITEMS[i % len(LANGUAGE_ITEMS)]
+    for qid, rng, (drawer, question, suggested, distractors) in _numbered(split, sc.singles, seed, LANGUAGE_ITEMS):
         unknown = rng.choice(UNKNOWN_TEXTS)
         texts = [suggested, *distractors, unknown]
         rng.shuffle(texts)

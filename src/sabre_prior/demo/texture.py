@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from PIL import Image, ImageDraw, ImageFilter
 
 from .draw import OUTLINE, RGB, Pen, _jit, _label, _mix, _vgradient
-from .items import Scale, _Item, _num, _pair_items, _rng
+from .items import Scale, _Item, _numbered, _pair_items, _rng
 
 Pattern = Callable[[int, int, random.Random], Image.Image]
 
@@ -341,11 +341,8 @@ def _texture_images(sc: Scale, rng: random.Random, obj: str, counterfactual: str
 
 
 def _texture_items(sc: Scale, seed: int) -> Iterator[_Item]:
-    split, objects = "texture", list(TEXTURE_OBJECTS)
-    for i in range(sc.pairs):
-        pair_id = f"{split}_{_num(i)}"
-        rng = _rng(seed, pair_id)
-        obj = objects[i % len(objects)]
+    split = "texture"
+    for pair_id, rng, obj in _numbered(split, sc.pairs, seed, list(TEXTURE_OBJECTS)):
         normal = TEXTURE_OBJECTS[obj][2]
         counterfactual = rng.choice([m for m in COUNTERFACTUAL_MATERIALS if m != normal])
         base, edited = _texture_images(sc, rng, obj, counterfactual)
