@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .. import contracts as C
+from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
-from ._format import md_table, pct, write_csv
 from .traces import Trace
+
+#: A fraction as a percent with one decimal (float rounding); '-' for unknown.
+pct = partial(format_percent, rounding="float", missing="-")
 
 PAIR_CLASSES: tuple[str, ...] = ("all_correct", "prior_following", "always_yes", "always_no", "other")
 CLASS_LABELS: dict[str, str] = {
