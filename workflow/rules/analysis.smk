@@ -4,14 +4,7 @@
 ANALYSIS = config.get("analysis") or {}
 BOOTSTRAP = {k: ANALYSIS.get(k) for k in ("bootstrap_resamples", "seed", "confidence")}
 PAPER_NAMES = {m: s["paper_name"] for m, s in config["models"].items() if s.get("paper_name")}
-DIAGNOSTIC_TABLES = [
-    "diagnostics.md",
-    "diagnostics_pair_outcomes.csv",
-    "diagnostics_probes.csv",
-    "diagnostics_attribute.csv",
-    "diagnostics_language.csv",
-    "diagnostics_parsing.csv",
-]
+DIAGNOSTIC_TABLES = list(C.DIAGNOSTIC_TABLES)
 ALL_TRACES = expand("results/traces/{model}/{split}.jsonl", model=MODELS, split=SPLITS)
 
 
@@ -29,10 +22,10 @@ ANALYSIS_OUTPUTS = [
     *expand("results/intervals/{model}.json", model=MODELS),
     *expand("results/tables/model_comparison.{ext}", ext=["md", "csv"]),
     *expand("results/tables/{name}", name=DIAGNOSTIC_TABLES),
-    *expand("results/figures/pair_outcomes.{ext}", ext=["png", "pdf"]),
+    *expand("results/figures/{fig}.{ext}", fig=C.PAIR_OUTCOMES_FIGURE, ext=["png", "pdf"]),
     *expand("results/tables/paper_comparison.{ext}", ext=["md", "csv"]),
     "results/tables/main_results_ci.csv",
-    "results/report/index.html",
+    C.REPORT_PATH,
 ]
 
 
@@ -73,13 +66,13 @@ rule compare:
 rule diagnose:
     input:
         traces=ALL_TRACES,
-        data=expand("data/parquet/{split}.parquet", split=[s for s in SPLITS if s in ("attribute", "language")]),
+        data=expand("data/parquet/{split}.parquet", split=[s for s in SPLITS if s not in C.PAIRED_SPLITS]),
     output:
-        json="results/analysis/diagnostics.json",
+        json=C.DIAGNOSTICS_JSON,
         md=report("results/tables/diagnostics.md", category="Analysis", subcategory="World-prior diagnostics"),
         csv=expand("results/tables/{name}", name=DIAGNOSTIC_TABLES[1:]),
-        png=report("results/figures/pair_outcomes.png", category="Figures", subcategory="World-prior diagnostics"),
-        pdf="results/figures/pair_outcomes.pdf",
+        png=report(f"results/figures/{C.PAIR_OUTCOMES_FIGURE}.png", category="Figures", subcategory="World-prior diagnostics"),
+        pdf=f"results/figures/{C.PAIR_OUTCOMES_FIGURE}.pdf",
     params:
         models=config["models"],
     log:
@@ -112,12 +105,12 @@ rule html_report:
         traces=ALL_TRACES,
         data=expand("data/parquet/{split}.parquet", split=SPLITS),
         intervals=expand("results/intervals/{model}.json", model=MODELS),
-        diagnostics="results/analysis/diagnostics.json",
+        diagnostics=C.DIAGNOSTICS_JSON,
         comparison="results/tables/model_comparison.csv",
         paper="results/tables/paper_comparison.csv",
-        figures=expand("results/figures/{fig}.png", fig=[*FIGURES, "pair_outcomes"]),
+        figures=expand("results/figures/{fig}.png", fig=[*FIGURES, C.PAIR_OUTCOMES_FIGURE]),
     output:
-        "results/report/index.html",
+        C.REPORT_PATH,
     params:
         figures=lambda wildcards, input: " ".join(f"--figure {f}" for f in input.figures),
         models=config["models"],

@@ -1,4 +1,6 @@
-# Shared names for the rules. Paths follow sabre_prior.contracts (see README, "Data contracts").
+# Shared names for the rules. Paths follow sabre_prior.contracts (see README, "Data contracts");
+# names that the package defines are imported from there, never typed again.
+from sabre_prior import contracts as C
 
 SPLITS = list(config["splits"])
 MODELS = list(config["models"])
@@ -28,9 +30,9 @@ def all_outputs():
     ]
 
 
-FIGURES = ["split_accuracy", "probe_accuracy"]
-MANIFEST = "results/manifest.json"
-PLOT_DATA = "results/plots/split_accuracy.csv"
+FIGURES = list(C.FIGURE_STEMS)
+MANIFEST = C.MANIFEST_PATH
+PLOT_DATA = C.PLOT_DATA_PATH
 
 
 # Resources of the predict jobs, from each model's settings (see

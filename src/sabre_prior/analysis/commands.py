@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import contracts as C
 from ..cliargs import add_params
-from . import ANALYSIS_DIR, REPORT_PATH
 
 if TYPE_CHECKING:
     _Sub = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -122,7 +121,7 @@ def _p_diagnose(sub: _Sub) -> None:
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument("--tables-dir", default=C.TABLES_DIR)
     p.add_argument("--figures-dir", default=C.FIGURES_DIR)
-    p.add_argument("--json", default=f"{ANALYSIS_DIR}/diagnostics.json", help="machine-readable output")
+    p.add_argument("--json", default=C.DIAGNOSTICS_JSON, help="machine-readable output")
     add_params(p)
     p.set_defaults(func=_diagnose)
 
@@ -178,12 +177,12 @@ def _p_report(sub: _Sub) -> None:
     p.add_argument("--traces-dir", default=C.TRACES_DIR)
     p.add_argument("--data", default=C.PARQUET_DIR)
     p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
-    p.add_argument("--diagnostics", default=f"{ANALYSIS_DIR}/diagnostics.json")
+    p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON)
     p.add_argument("--comparison", help="model_comparison.csv (optional)")
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
-    p.add_argument("--output", default=REPORT_PATH)
+    p.add_argument("--output", default=C.REPORT_PATH)
     add_params(p)
     p.set_defaults(func=_report)
 
