@@ -12,6 +12,8 @@
 # response journal (.sabre/journal/, outside the tracked outputs): a killed or
 # failed job re-runs only the calls it had not finished.
 
+from sabre_prior.prompts import DEFAULT_TEMPLATE
+
 
 rule predict:
     input:
@@ -24,7 +26,7 @@ rule predict:
     params:
         # the model's settings, so that editing one model re-runs only that model
         settings=lambda wildcards: config["models"][wildcards.model],
-        template=config.get("prompt", {}).get("template", "screening_v1"),
+        template=config.get("prompt", {}).get("template", DEFAULT_TEMPLATE),
         cuda=cuda_prefix,
     threads: model_resource("threads")
     resources:
