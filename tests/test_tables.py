@@ -17,13 +17,11 @@ import yaml
 
 from sabre_prior import contracts as C
 from sabre_prior.cli import main as cli_main
+from sabre_prior.formatting import format_interval, format_percent, percent
 from sabre_prior.tables import (
     ResultsFileError,
-    format_interval,
-    format_percent,
     latex_escape,
     markdown_escape,
-    percent,
     write_main_tables,
 )
 

@@ -15,13 +15,8 @@ from typing import Callable, Sequence
 
 from . import __version__
 from . import contracts as C
+from .cliargs import add_params
 from .errors import SabreError
-
-Handler = Callable[[argparse.Namespace], int]
-
-
-def _add_params(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--params", default="params.yaml", help="the configuration file (default: params.yaml)")
 
 
 # ---------------------------------------------------------------------------
@@ -70,7 +65,7 @@ def _p_fetch(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--source", help="hub repo id or local directory (default: dataset.source from --params)")
     p.add_argument("--revision", help="hub revision (default: dataset.revision from --params)")
     p.add_argument("--output", help="output Parquet file (default: data/parquet/<split>.parquet)")
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_fetch)
 
 
@@ -116,7 +111,7 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
         "--usage", help="usage summary to write (default: results/usage/<model>/<split>.json)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_predict)
 
 
@@ -147,7 +142,7 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", nargs="+", help="models of params.yaml (default: all)")
     p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
     p.add_argument("--data-dir", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_estimate)
 
 
@@ -216,7 +211,7 @@ def _p_tables(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics-dir", default=C.METRICS_DIR)
     p.add_argument("--outdir", default=C.TABLES_DIR)
     _add_intervals_dir(p)
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_tables)
 
 
@@ -237,7 +232,7 @@ def _p_figures(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics-dir", default=C.METRICS_DIR)
     p.add_argument("--outdir", default=C.FIGURES_DIR)
     _add_intervals_dir(p)
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_figures)
 
 
@@ -254,7 +249,7 @@ def _check_config(args: argparse.Namespace) -> int:
 
 def _p_check_config(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check-config", help="validate params.yaml against the schema")
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_check_config)
 
 

@@ -168,6 +168,29 @@ JOURNAL_DIR: Final = ".sabre/journal"
 #: Per model/split usage summaries (calls, tokens, cost; deterministic content).
 USAGE_DIR: Final = "results/usage"
 
+#: The main figures: ``results/figures/<stem>.{png,pdf}``.
+SPLIT_FIGURE: Final = "split_accuracy"
+PROBE_FIGURE: Final = "probe_accuracy"
+FIGURE_STEMS: Final[tuple[str, ...]] = (SPLIT_FIGURE, PROBE_FIGURE)
+#: The world-prior diagnostics: tables in TABLES_DIR, the figure stem in FIGURES_DIR, the JSON.
+DIAGNOSTIC_TABLES: Final[tuple[str, ...]] = (
+    "diagnostics.md",
+    "diagnostics_pair_outcomes.csv",
+    "diagnostics_probes.csv",
+    "diagnostics_attribute.csv",
+    "diagnostics_language.csv",
+    "diagnostics_parsing.csv",
+)
+PAIR_OUTCOMES_FIGURE: Final = "pair_outcomes"
+#: Machine-readable analysis outputs (the diagnostics JSON) live here.
+ANALYSIS_DIR: Final = "results/analysis"
+DIAGNOSTICS_JSON: Final = f"{ANALYSIS_DIR}/diagnostics.json"
+#: The static HTML report.
+REPORT_PATH: Final = "results/report/index.html"
+#: The run manifest and the plot data for `dvc plots`.
+MANIFEST_PATH: Final = "results/manifest.json"
+PLOT_DATA_PATH: Final = "results/plots/split_accuracy.csv"
+
 MAIN_TABLE_COLUMNS: Final[tuple[str, ...]] = (
     "model",
     "context",

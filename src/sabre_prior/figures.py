@@ -17,26 +17,17 @@ from typing import Any
 
 from . import contracts as C
 from . import plotting
+from .formatting import Interval, format_percent
 from .plotting import plt
-from .tables import (
-    COLUMN_TITLES,
-    MACRO,
-    Interval,
-    ModelResults,
-    configured_splits,
-    format_percent,
-    load_results,
-)
+from .tables import COLUMN_TITLES, MACRO, ModelResults, configured_splits, load_results
 
-SPLIT_FIGURE = "split_accuracy"
-PROBE_FIGURE = "probe_accuracy"
-FIGURE_STEMS: tuple[str, ...] = (SPLIT_FIGURE, PROBE_FIGURE)
+#: The figure stems (defined in contracts, which the rules read too).
+SPLIT_FIGURE, PROBE_FIGURE, FIGURE_STEMS = C.SPLIT_FIGURE, C.PROBE_FIGURE, C.FIGURE_STEMS
 
 _MIN_WIDTH_IN = 7.5
 _BAR_IN = 0.24  # width of one bar when the figure has to grow
 _GROUP_GAP_IN = 0.45
 _MARGIN_IN = 1.1
-_STRICT = "strict"
 
 
 @dataclass(frozen=True)

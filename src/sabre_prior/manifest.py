@@ -31,7 +31,6 @@ from . import contracts as C
 from .errors import DataError
 from .io_utils import write_json
 
-MANIFEST_PATH = "results/manifest.json"
 SCHEMA_VERSION = 1
 #: Code whose identity the manifest records (relative to the project root).
 CODE_PATHS: tuple[str, ...] = ("src/sabre_prior", "Snakefile", "workflow")

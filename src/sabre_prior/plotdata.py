@@ -16,7 +16,6 @@ from . import contracts as C
 from .errors import DataError
 from .io_utils import read_json_file, write_text
 
-PLOT_DATA_PATH = "results/plots/split_accuracy.csv"
 COLUMNS = ("model", "split", "accuracy")
 
 

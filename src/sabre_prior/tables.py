@@ -6,23 +6,22 @@ bootstrap intervals (``results/intervals/<model>.json``) are given, the
 Markdown and LaTeX cells read ``40.0 [31.0, 50.0]`` and an extra long-format
 ``main_results_ci.csv`` is written; the main CSV never changes shape.
 
-Number formatting lives in :func:`percent` / :func:`format_percent` only.
+Numbers are formatted by :mod:`sabre_prior.formatting` (half-away-from-zero percents).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from . import contracts as C
 from .config import display_name
 from .errors import SabreError
+from .formatting import Interval, csv_text, format_percent, md_table, percent
 from .io_utils import read_json_file, write_text
 
 #: The four split columns of the main table, in the paper's order.
@@ -42,46 +41,12 @@ MAIN_STEM = "main_results"
 CI_CSV_NAME = "main_results_ci.csv"
 CI_CSV_COLUMNS: tuple[str, ...] = ("model", "split", "estimate", "low", "high")
 
-#: Float noise tolerated on a fraction before rounding (see :func:`percent`).
-_NOISE_QUANTUM = Decimal("1e-9")
-_PERCENT_QUANTUM = Decimal("0.1")
 #: How far an interval's estimate may differ from the metrics accuracy.
 _ESTIMATE_TOLERANCE = 1e-6
 
 
 class ResultsFileError(SabreError):
     """A metrics or intervals file is missing or malformed (names file and field)."""
-
-
-# ---------------------------------------------------------------------------
-# Number formatting (pure)
-# ---------------------------------------------------------------------------
-def percent(fraction: float) -> Decimal:
-    """A fraction (0-1) as a percent with one decimal, rounded half away from zero.
-
-    Half away from zero (not Python's banker's ``round``) is what the paper
-    uses: (10+40+17+58)/4 = 31.25 is reported as 31.3.  Binary float noise is
-    removed first by rounding the fraction to 9 decimals, so 0.1225 (stored as
-    0.12249999999999999...) gives 12.3 and a macro of 0.31249999999999994
-    gives 31.3.  Ratios of counts below a million are never closer than 1e-9
-    to a rounding tie unless they are exactly on it, so this never changes an
-    honest result.
-    """
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not math.isfinite(fraction):
-        raise ValueError(f"not a finite number: {fraction!r}")
-    exact = Decimal(fraction).quantize(_NOISE_QUANTUM, rounding=ROUND_HALF_EVEN)
-    value = (exact * 100).quantize(_PERCENT_QUANTUM, rounding=ROUND_HALF_UP)
-    return value if value != 0 else Decimal("0.0")  # no "-0.0"
-
-
-def format_percent(fraction: float) -> str:
-    """``percent`` as text: 1/3 -> ``33.3``, 0.4 -> ``40.0``, 0.00125 -> ``0.1``."""
-    return str(percent(fraction))
-
-
-def format_interval(estimate: float, low: float, high: float) -> str:
-    """``40.0 [31.0, 50.0]``."""
-    return f"{format_percent(estimate)} [{format_percent(low)}, {format_percent(high)}]"
 
 
 # ---------------------------------------------------------------------------
@@ -117,15 +82,6 @@ def markdown_escape(text: str) -> str:
 # ---------------------------------------------------------------------------
 # Reading the results
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval; all fractions 0-1."""
-
-    estimate: float
-    low: float
-    high: float
-
-
 @dataclass(frozen=True)
 class IntervalSettings:
     """How a model's intervals were computed."""
@@ -356,11 +312,11 @@ def _caption(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
 
 def render_markdown(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
     header = ["Model", *(COLUMN_TITLES[c] for c in (*TABLE_SPLITS, MACRO))]
-    lines = ["| " + " | ".join(header) + " |", "|:--|" + "--:|" * (len(header) - 1)]
-    for r, cells in zip(results, build_cells(results)):
-        shown = [("–" if c.value is None else (f"**{c.text}**" if c.bold else c.text) + c.interval) for c in cells]
-        lines.append("| " + " | ".join([markdown_escape(r.name), *shown]) + " |")
-    return "\n".join(lines) + "\n\n" + _caption(params, results) + "\n"
+    def shown(c: Cell) -> str:
+        return "–" if c.value is None else (f"**{c.text}**" if c.bold else c.text) + c.interval
+
+    rows = [[markdown_escape(r.name), *map(shown, cells)] for r, cells in zip(results, build_cells(results))]
+    return md_table(header, rows, compact_rule=True, escape=False) + "\n" + _caption(params, results) + "\n"
 
 
 def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
@@ -382,18 +338,10 @@ def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults]) -> 
     return "\n".join(lines) + "\n"
 
 
-def _csv_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
 def render_csv(results: Sequence[ModelResults]) -> str:
     """Header exactly ``model,context,texture,attribute,language,macro``; plain percents."""
     rows = [[r.key, *(c.text for c in cells)] for r, cells in zip(results, build_cells(results))]
-    return _csv_text(C.MAIN_TABLE_COLUMNS, rows)
+    return csv_text(C.MAIN_TABLE_COLUMNS, rows)
 
 
 def render_ci_csv(results: Sequence[ModelResults]) -> str:
@@ -404,7 +352,7 @@ def render_ci_csv(results: Sequence[ModelResults]) -> str:
             iv = r.interval(column)
             if iv is not None:
                 rows.append([r.key, column, *(format_percent(x) for x in (iv.estimate, iv.low, iv.high))])
-    return _csv_text(CI_CSV_COLUMNS, rows)
+    return csv_text(CI_CSV_COLUMNS, rows)
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import contracts as C
 from .errors import ConfigError
@@ -211,17 +211,3 @@ def format_failures(failures: Mapping[str, str], limit: int = 20) -> str:
     if len(failures) > limit:
         lines.append(f"  ... and {len(failures) - limit} more")
     return "\n".join(lines)
-
-
-def sum_usage(summaries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Totals over several usage summaries (e.g. the four splits of a model)."""
-    keys = ("questions", "answered", "failed", "calls", "attempts", "retries", "input_tokens", "output_tokens")
-    total: dict[str, Any] = {k: 0 for k in keys}
-    cost: float | None = None
-    for s in summaries:
-        for k in keys:
-            total[k] += _int(s.get(k))
-        if s.get("estimated_cost_usd") is not None:
-            cost = round((cost or 0.0) + float(s["estimated_cost_usd"]), 6)
-    total["estimated_cost_usd"] = cost
-    return total

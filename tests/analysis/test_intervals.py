@@ -10,13 +10,13 @@ import pytest
 from sabre_prior import contracts as C
 from sabre_prior.analysis.intervals import (
     compute_intervals,
-    format_interval,
     write_model_intervals,
 )
 from sabre_prior.analysis.settings import AnalysisSettings
 from sabre_prior.analysis.traces import model_outcomes
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError
+from sabre_prior.formatting import format_interval
 
 SETTINGS = AnalysisSettings(resamples=500, seed=0, confidence=0.95)
 
@@ -70,8 +70,9 @@ def test_metrics_disagreeing_with_traces_is_an_error(project: Path) -> None:
 
 
 def test_format_interval() -> None:
-    assert format_interval({"estimate": 0.4, "low": 0.31, "high": 0.5}) == "40 [31, 50]"
-    assert format_interval({"estimate": 0.4375, "low": 0.3, "high": 0.55}, 1) == "43.8 [30.0, 55.0]"
+    """The `sabre intervals` summary: whole percents per split, one decimal for the macro (float rounding)."""
+    assert format_interval(0.4, 0.31, 0.5, 0, rounding="float") == "40 [31, 50]"
+    assert format_interval(0.4375, 0.3, 0.55, 1, rounding="float") == "43.8 [30.0, 55.0]"
 
 
 def test_cli_intervals(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,8 +12,3 @@
 """
 
 from __future__ import annotations
-
-#: Machine-readable analysis outputs (diagnostics JSON) live here.
-ANALYSIS_DIR = "results/analysis"
-#: The static HTML report.
-REPORT_PATH = "results/report/index.html"

@@ -12,14 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import contracts as C
-from . import ANALYSIS_DIR, REPORT_PATH
+from ..cliargs import add_params
 
 if TYPE_CHECKING:
     _Sub = argparse._SubParsersAction[argparse.ArgumentParser]
-
-
-def _add_params(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--params", default="params.yaml", help="the configuration file (default: params.yaml)")
 
 
 def _add_bootstrap(p: argparse.ArgumentParser) -> None:
@@ -46,7 +42,7 @@ def _names(params: dict[str, Any]) -> dict[str, str]:
 # ---------------------------------------------------------------------------
 def _intervals(args: argparse.Namespace) -> int:
     from ..config import model_settings
-    from .intervals import format_interval, write_model_intervals
+    from .intervals import write_model_intervals
 
     params, settings = _load(args)
     model_settings(params, args.model, args.params)  # the model must be configured
@@ -54,9 +50,17 @@ def _intervals(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else C.intervals_path(args.model)
     metrics = None if args.no_metrics_check else (Path(args.metrics) if args.metrics else C.metrics_path(args.model))
     iv = write_model_intervals(trace_dir, output, params["splits"], settings, metrics)
-    cells = " ".join(f"{s}={format_interval(iv[s])}" for s in params["splits"])
-    print(f"{args.model}: {cells} macro={format_interval(iv[C.I_MACRO], 1)} -> {output}")
+    cells = " ".join(f"{s}={_interval_text(iv[s], 0)}" for s in params["splits"])
+    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO], 1)} -> {output}")
     return 0
+
+
+def _interval_text(entry: dict[str, Any], decimals: int) -> str:
+    """``40 [31, 50]``: one entry of an intervals file in percent (float rounding)."""
+    from ..formatting import format_interval
+
+    values = (float(entry[k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
+    return format_interval(*values, decimals, rounding="float")
 
 
 def _p_intervals(sub: _Sub) -> None:
@@ -67,7 +71,7 @@ def _p_intervals(sub: _Sub) -> None:
     p.add_argument("--no-metrics-check", action="store_true", help="do not cross-check against the metrics file")
     p.add_argument("--output", help=f"output JSON (default: {C.INTERVALS_DIR}/<model>.json)")
     _add_bootstrap(p)
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_intervals)
 
 
@@ -93,7 +97,7 @@ def _p_compare(sub: _Sub) -> None:
         "--outdir", default=C.TABLES_DIR, help=f"where model_comparison.{{md,csv}} go (default: {C.TABLES_DIR})"
     )
     _add_bootstrap(p)
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_compare)
 
 
@@ -120,8 +124,8 @@ def _p_diagnose(sub: _Sub) -> None:
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument("--tables-dir", default=C.TABLES_DIR)
     p.add_argument("--figures-dir", default=C.FIGURES_DIR)
-    p.add_argument("--json", default=f"{ANALYSIS_DIR}/diagnostics.json", help="machine-readable output")
-    _add_params(p)
+    p.add_argument("--json", default=C.DIAGNOSTICS_JSON, help="machine-readable output")
+    add_params(p)
     p.set_defaults(func=_diagnose)
 
 
@@ -142,7 +146,7 @@ def _p_paper_compare(sub: _Sub) -> None:
     p = sub.add_parser("paper-compare", help="compare models that have a paper_name with the paper's reported table")
     p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
     p.add_argument("--outdir", default=C.TABLES_DIR)
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_paper_compare)
 
 
@@ -176,13 +180,13 @@ def _p_report(sub: _Sub) -> None:
     p.add_argument("--traces-dir", default=C.TRACES_DIR)
     p.add_argument("--data", default=C.PARQUET_DIR)
     p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
-    p.add_argument("--diagnostics", default=f"{ANALYSIS_DIR}/diagnostics.json")
+    p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON)
     p.add_argument("--comparison", help="model_comparison.csv (optional)")
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
-    p.add_argument("--output", default=REPORT_PATH)
-    _add_params(p)
+    p.add_argument("--output", default=C.REPORT_PATH)
+    add_params(p)
     p.set_defaults(func=_report)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ import numpy as np
 
 from .. import contracts as C
 from ..errors import DataError
+from ..formatting import format_p, format_percent, md_table, write_csv
 from ..io_utils import write_text
-from ._format import fmt_p, md_table, write_csv
 from .settings import AnalysisSettings
 from .stats import (
     bootstrap_p_value,
@@ -132,6 +133,10 @@ def compare_models(
     return [Comparison(**{**r.__dict__, "p_holm": p}) for r, p in zip(rows, adjusted, strict=True)]
 
 
+#: Percent / percentage points with one decimal, float rounding (the comparison's Markdown).
+_pp_text = partial(format_percent, rounding="float")
+
+
 def _pp(x: float) -> float:
     return round(100.0 * x, 2)
 
@@ -174,9 +179,9 @@ def markdown(rows: Sequence[Comparison], names: Mapping[str, str], confidence: f
         out.append(f"## A = {names.get(a, a)}, B = {names.get(b, b)}")
         out.append("")
         body = [
-            [r.split, r.n, f"{100 * r.accuracy_a:.1f}", f"{100 * r.accuracy_b:.1f}", f"{100 * r.difference:+.1f}",
-             f"[{100 * r.low:+.1f}, {100 * r.high:+.1f}]", "-" if r.a_only is None else r.a_only,
-             "-" if r.b_only is None else r.b_only, fmt_p(r.p_value), fmt_p(r.p_holm)]
+            [r.split, r.n, _pp_text(r.accuracy_a), _pp_text(r.accuracy_b), _pp_text(r.difference, signed=True),
+             f"[{_pp_text(r.low, signed=True)}, {_pp_text(r.high, signed=True)}]", "-" if r.a_only is None else r.a_only,
+             "-" if r.b_only is None else r.b_only, format_p(r.p_value), format_p(r.p_holm)]
             for r in block
         ]  # fmt: skip
         out.append(md_table(header, body))

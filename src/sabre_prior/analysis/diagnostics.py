@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .. import contracts as C
+from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
-from ._format import md_table, pct, write_csv
 from .traces import Trace
+
+#: A fraction as a percent with one decimal (float rounding); '-' for unknown.
+pct = partial(format_percent, rounding="float", missing="-")
 
 PAIR_CLASSES: tuple[str, ...] = ("all_correct", "prior_following", "always_yes", "always_no", "other")
 CLASS_LABELS: dict[str, str] = {
@@ -45,15 +49,7 @@ CLASS_COLORS: dict[str, str] = {
     "always_no": "#e7298a",
     "other": "#bdbdbd",
 }
-FIGURE_NAME = "pair_outcomes"
-TABLE_FILES: tuple[str, ...] = (
-    "diagnostics.md",
-    "diagnostics_pair_outcomes.csv",
-    "diagnostics_probes.csv",
-    "diagnostics_attribute.csv",
-    "diagnostics_language.csv",
-    "diagnostics_parsing.csv",
-)
+FIGURE_NAME = C.PAIR_OUTCOMES_FIGURE
 
 
 # ---------------------------------------------------------------------------
@@ -405,12 +401,12 @@ def write_diagnostics(
 ) -> list[Path]:
     """Write the JSON, the Markdown and CSV tables and the pair-outcome figure."""
     tables, figures = Path(tables_dir), Path(figures_dir)
+    md_name, *csv_names = C.DIAGNOSTIC_TABLES  # the Markdown, then one CSV per CSV_HEADERS entry, in order
     write_json(json_path, {"pair_classes": list(PAIR_CLASSES), "model_order": list(diag), "models": diag})
-    write_text(tables / "diagnostics.md", markdown(diag, names))
+    write_text(tables / md_name, markdown(diag, names))
     t = table_rows(diag)
-    written = [Path(json_path), tables / "diagnostics.md"]
-    for key, header in CSV_HEADERS.items():
-        name = "diagnostics_pair_outcomes.csv" if key == "pairs" else f"diagnostics_{key}.csv"
+    written = [Path(json_path), tables / md_name]
+    for (key, header), name in zip(CSV_HEADERS.items(), csv_names, strict=True):
         write_csv(tables / name, header, t[key])
         written.append(tables / name)
     return written + draw_pair_outcomes(diag, names, figures)

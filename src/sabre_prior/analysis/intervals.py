@@ -17,10 +17,10 @@ import numpy as np
 
 from .. import contracts as C
 from ..errors import DataError
+from ..formatting import Interval
 from ..io_utils import read_json_file, write_json
 from .settings import AnalysisSettings
 from .stats import (
-    Interval,
     macro_interval,
     percentile_interval,
     replicate_means,
@@ -98,8 +98,3 @@ def read_intervals(path: str | Path) -> dict[str, Any]:
         raise DataError(f"{p}: not an intervals file (no {C.I_MACRO!r} key)")
     return data
 
-
-def format_interval(entry: Mapping[str, Any], decimals: int = 0) -> str:
-    """``40 [31, 50]``: percent estimate with its interval."""
-    est, low, high = (100.0 * float(entry[k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
-    return f"{est:.{decimals}f} [{low:.{decimals}f}, {high:.{decimals}f}]"

@@ -19,8 +19,8 @@ from typing import Any
 
 from .. import contracts as C
 from ..errors import ConfigError, DataError
+from ..formatting import md_table, write_csv
 from ..io_utils import write_text
-from ._format import md_table, write_csv
 from .intervals import read_intervals
 
 PAPER_RESOURCE = "paper_main_results.csv"

@@ -23,26 +23,11 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with a two-sided interval (same units as the estimate)."""
-
-    estimate: float
-    low: float
-    high: float
-
-    def as_dict(self, ndigits: int = 10) -> dict[str, float]:
-        return {
-            "estimate": round(self.estimate, ndigits),
-            "low": round(self.low, ndigits),
-            "high": round(self.high, ndigits),
-        }
+from ..formatting import Interval
 
 
 def split_rng(seed: int, split: str) -> np.random.Generator:
