@@ -152,6 +152,30 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------
+# batches (provider batch APIs)
+# ---------------------------------------------------------------------------
+def _batches(args: argparse.Namespace) -> int:
+    from .batch import format_batches, list_batches
+    from .config import load_params, model_settings
+
+    params = load_params(args.params)
+    splits = args.splits or list(params["splits"])
+    rows = list_batches(args.model, model_settings(params, args.model, args.params), splits, cancel=args.cancel, query=not args.offline)
+    print(format_batches(args.model, rows))
+    return 0
+
+
+def _p_batches(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("batches", help="list a model's pending provider batches with their status; --cancel cancels them")
+    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--cancel", action="store_true", help="cancel every pending batch (its finished answers are still collected)")
+    p.add_argument("--offline", action="store_true", help="list from the ledger only, without asking the provider")
+    _add_params(p)
+    p.set_defaults(func=_batches)
+
+
+# ---------------------------------------------------------------------------
 # evaluate
 # ---------------------------------------------------------------------------
 def _evaluate(args: argparse.Namespace) -> int:
@@ -268,6 +292,7 @@ REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [
     _p_fetch,
     _p_predict,
     _p_estimate,
+    _p_batches,
     _p_evaluate,
     _p_tables,
     _p_figures,

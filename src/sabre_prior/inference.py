@@ -34,6 +34,7 @@ from .models.base import Backend, MissingKeyError, Query, create_backend
 from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
 from .scoring import resolve_eval_type
 from .usage import Prices, format_failures, run_log, run_log_path, summarize
+from .batch import BatchSettings, apply_batch_pricing, batch_prices
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +159,11 @@ def predict_split(
             raise missing_key
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
+    runner: Any = Engine
+    if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.batch)
+        from .batch import BatchEngine as runner
     try:
-        engine = Engine(
+        engine = runner(
             backend,
             journal,
             engine_settings,
@@ -237,6 +241,7 @@ def _finish(
         failures=result.failures,
         journaled=journaled,
     )
+    run.usage = apply_batch_pricing(run.usage, settings, result.records, model)
     write_json(Path(usage_output) if usage_output else C.usage_path(model, split), run.usage)
     write_jsonl(output, ({C.PRED_ID: qid, C.PRED_PREDICTION: result.answers[qid]} for qid in ids))
     log.info(
@@ -272,6 +277,9 @@ class Estimate:
     cost_max: float | None
     key_env: str | None = None
     key_set: bool | None = None
+    batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.batch)
+    batch_cost_max: float | None = None
+    batch: bool = False  # the model runs in batch mode
 
 
 def estimate_split(
@@ -308,6 +316,7 @@ def estimate_split(
     bound_out = len(calls) * max_out
     prices = Prices.from_settings(settings, model)
     key_env = settings.get("api_key_env")
+    bprices = batch_prices(settings, model) if _batch_capable(model, settings) else None
     return Estimate(
         model=model,
         split=split,
@@ -322,12 +331,29 @@ def estimate_split(
         cost_max=prices.cost(input_tokens, bound_out) if prices else None,
         key_env=key_env,
         key_set=bool(os.environ.get(key_env, "").strip()) if key_env else None,
+        batch_cost_expected=bprices.cost(input_tokens, expected_out) if bprices else None,
+        batch_cost_max=bprices.cost(input_tokens, bound_out) if bprices else None,
+        batch=BatchSettings.from_settings(settings, model).enabled,
     )
+
+
+def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
+    from .batch import check_supported
+    from .errors import ConfigError
+
+    try:
+        check_supported(model, settings)
+    except ConfigError:
+        return False
+    return True
 
 
 def format_estimates(estimates: list[Estimate]) -> str:
     """A plain-text table of estimates with totals."""
-    header = ("model", "split", "backend", "questions", "journal", "to call", "input tok", "output tok (exp/max)", "cost USD (exp/max)")
+    header = (
+        "model", "split", "backend", "questions", "journal", "to call", "input tok", "output tok (exp/max)",
+        "cost USD (exp/max)", "batch USD (exp/max)",
+    )  # fmt: skip
     rows: list[tuple[str, ...]] = []
 
     def money(v: float | None) -> str:
@@ -345,6 +371,7 @@ def format_estimates(estimates: list[Estimate]) -> str:
                 str(e.input_tokens),
                 f"{e.output_tokens_expected}/{e.output_tokens_max}",
                 f"{money(e.cost_expected)}/{money(e.cost_max)}",
+                f"{money(e.batch_cost_expected)}/{money(e.batch_cost_max)}{' *' if e.batch else ''}",
             )
         )
     priced = [e for e in estimates if e.cost_expected is not None]
@@ -361,6 +388,7 @@ def format_estimates(estimates: list[Estimate]) -> str:
             str(sum(e.input_tokens for e in estimates)),
             f"{sum(e.output_tokens_expected for e in estimates)}/{sum(e.output_tokens_max for e in estimates)}",
             f"{money(total_exp)}/{money(total_max)}",
+            _batch_total(estimates, money),
         )
     )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -370,7 +398,19 @@ def format_estimates(estimates: list[Estimate]) -> str:
     if missing:
         lines.append("")
         lines.append("keys not set yet: " + ", ".join(missing))
+    if any(e.batch for e in estimates):
+        lines.append("* runs in batch mode (batch: true): the batch price applies")
     unpriced = sorted({e.model for e in estimates if e.cost_expected is None and e.to_call})
     if unpriced:
         lines.append("no prices in params (cost n/a): " + ", ".join(unpriced))
     return "\n".join(lines)
+
+
+def _batch_total(estimates: list[Estimate], money: Any) -> str:
+    """Total cost if every model ran at its batch price where it has one, else at its own."""
+    priced = [e for e in estimates if e.cost_expected is not None]
+    if not priced:
+        return "n/a/n/a"
+    exp = sum(e.batch_cost_expected if e.batch_cost_expected is not None else e.cost_expected or 0.0 for e in priced)
+    mx = sum(e.batch_cost_max if e.batch_cost_max is not None else e.cost_max or 0.0 for e in priced)
+    return f"{money(exp)}/{money(mx)}"

@@ -194,6 +194,7 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
         "paper_name",
         "concurrency",
         "batch_size",
+        "batch",  # provider batch API settings (sabre_prior.batch): same requests, same answers
         "rate_limits",
         "prices",
         "timeout_s",
