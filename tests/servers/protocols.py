@@ -71,13 +71,19 @@ def _anthropic_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
     )
 
 
+#: error.type per status, https://docs.anthropic.com/en/api/errors ("HTTP errors"); 503 is not
+#: listed there and gets the generic api_error; 529 is overloaded_error.
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
     404: "not_found_error",
+    413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
-    503: "overloaded_error",
+    503: "api_error",
+    529: "overloaded_error",
 }
 
 

@@ -42,13 +42,21 @@ class Query:
 
 @dataclass
 class Completion:
-    """A successful answer.  Failures are raised, never returned as text."""
+    """One response that arrived.  Failed calls are raised (:class:`CallError`), never returned.
+
+    ``outcome`` (see :mod:`sabre_prior.outcomes`): ``"answer"``, ``"refusal"`` (the text is
+    then empty; any partial text is in ``extra["partial_text"]``) or ``"empty"``;
+    ``detail`` says why for a refusal or an empty answer.  ``output_tokens`` includes
+    reasoning or thinking tokens wherever the provider reports them apart.
+    """
 
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    outcome: str = "answer"
+    detail: str | None = None
 
 
 class CallError(Exception):
@@ -67,8 +75,9 @@ class CallError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
-        #: one of "rate_limit", "server", "timeout", "connection", "malformed",
-        #: "empty" (retryable), "auth", "not_found", "bad_request" (not), or "error".
+        #: one of "rate_limit", "overloaded", "server", "timeout", "connection", "malformed",
+        #: "empty" (retryable), "auth", "account", "not_found", "bad_request", "refusal" (not),
+        #: or "error".  "refusal": the provider rejected this question's content (final for it).
         self.kind = kind
 
     @property
@@ -77,8 +86,8 @@ class CallError(Exception):
         return not self.retryable and self.kind in FATAL_KINDS
 
 
-#: Non-retryable kinds that stop a whole run at once.
-FATAL_KINDS: frozenset[str] = frozenset({"auth", "not_found"})
+#: Non-retryable kinds that stop a whole run at once (bad key, unknown model, no quota or billing).
+FATAL_KINDS: frozenset[str] = frozenset({"auth", "not_found", "account"})
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any) -> float | None:
@@ -313,6 +322,11 @@ class ApiBackend(Backend):
         self.extra_body: dict[str, Any] = dict(extra)
         self._clients: list[Any] = []
         self._turn = 0
+
+    @property
+    def provider_name(self) -> str:
+        """The provider serving the endpoint (``provider`` in params, else the backend's)."""
+        return str(self.settings.get("provider") or self.provider)
 
     # -- the key ------------------------------------------------------------------
     def api_key(self) -> str:
