@@ -743,11 +743,20 @@ class BatchEngine:
         self.collected.append(str(b.batch_id))
 
     def _check_answer(self, completion: Completion) -> Completion | CallError:
-        """The synchronous path's outcome rules for one answer: an empty one is retried."""
+        """The synchronous path's outcome classes (sabre_prior.outcomes) for one response.
+
+        An answer is kept; a refusal fails the question (final, never a prediction); an
+        empty answer is retried like a synchronous one.
+        """
+        outcome = getattr(completion, "outcome", "answer")
+        if outcome == "refusal":
+            return CallError(f"refused: {getattr(completion, 'detail', '') or 'refusal'}", retryable=False, kind="refusal")
         if not isinstance(completion.text, str):
             return CallError("the backend returned no text", retryable=True, kind="malformed")
-        if self.s.retry_empty and not completion.text.strip():
-            return CallError("empty answer", retryable=True, kind="empty")
+        if outcome == "empty" or not completion.text.strip():
+            if self.s.retry_empty:
+                detail = getattr(completion, "detail", None) or "empty answer"
+                return CallError(f"empty: {detail}", retryable=True, kind="empty")
         return completion
 
     def _run_sync(self, keys: Sequence[str]) -> None:

@@ -26,8 +26,9 @@ from typing import Any, Iterator, Sequence
 
 from ..batch import BatchState
 from ..engine import WorkItem
-from .anthropic_backend import AnthropicBackend, parse_message
-from .base import CallError, Completion, status_error
+from ..outcomes import classify_anthropic_message, classify_error
+from .anthropic_backend import AnthropicBackend
+from .base import CallError, Completion
 from .openai_backend import map_openai_error
 
 #: error ``type`` of an errored result -> the HTTP status the synchronous API gives it
@@ -83,7 +84,7 @@ class AnthropicBatch:
                 options={"headers": {"Content-Type": "application/json"}},
             )
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "anthropic") from None
         return batch.id, {"bytes": len(body)}
 
     def find(self, shard_id: str) -> str | None:
@@ -93,7 +94,7 @@ class AnthropicBatch:
         try:
             b = self.client.messages.batches.retrieve(batch_id)
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "anthropic") from None
         c = b.request_counts
         total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
         return BatchState(
@@ -111,13 +112,13 @@ class AnthropicBatch:
         except CallError:
             raise
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "anthropic") from None
 
     def cancel(self, batch_id: str) -> None:
         try:
             self.client.messages.batches.cancel(batch_id)
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "anthropic") from None
 
     def close(self) -> None:
         self.client.close()
@@ -127,14 +128,15 @@ def outcome(result: Any) -> Completion | CallError:
     kind = getattr(result, "type", None)
     if kind == "succeeded":
         try:
-            return parse_message(result.message)
+            return classify_anthropic_message(result.message)
         except CallError as exc:
             return exc
     if kind == "errored":
         err = getattr(getattr(result, "error", None), "error", None)
         etype = str(getattr(err, "type", "api_error"))
         message = str(getattr(err, "message", "") or etype)
-        return status_error(ERROR_STATUS.get(etype, 500), f"{etype}: {message}")
+        body = {"type": "error", "error": {"type": etype, "message": message}}
+        return classify_error("anthropic", ERROR_STATUS.get(etype, 500), body, message=f"{etype}: {message}")
     if kind == "canceled":
         return CallError("the request was canceled with its batch before it ran", retryable=True, kind="cancelled")
     if kind == "expired":

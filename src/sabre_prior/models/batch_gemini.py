@@ -29,8 +29,9 @@ from typing import Any, Iterator, Sequence
 
 from ..batch import BatchState
 from ..engine import WorkItem
-from .base import CallError, Completion, status_error
-from .gemini_backend import GeminiBackend, map_gemini_error, parse_generate_content
+from ..outcomes import classify_error, classify_gemini_response
+from .base import CallError, Completion
+from .gemini_backend import GeminiBackend, map_gemini_error
 
 ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
 #: google.rpc.Code -> HTTP status (https://cloud.google.com/apis/design/errors#handling_errors)
@@ -130,10 +131,11 @@ class GeminiBatch:
             if r.error is not None:
                 err = r.error if isinstance(r.error, dict) else r.error.model_dump()
                 code = int(err.get("code") or 13)
-                yield key, status_error(RPC_STATUS.get(code, code if code >= 400 else 500), str(err.get("message") or ""))
+                status = RPC_STATUS.get(code, code if code >= 400 else 500)
+                yield key, classify_error("gemini", status, {"error": err})
                 continue
             try:
-                yield key, parse_generate_content(r.response)
+                yield key, classify_gemini_response(r.response)
             except CallError as exc:
                 yield key, exc
 

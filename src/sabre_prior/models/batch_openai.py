@@ -30,8 +30,9 @@ from typing import Any, Iterator, Sequence
 
 from ..batch import OPENAI_COMPATIBLE_BATCH, BatchState
 from ..engine import WorkItem
-from .base import CallError, Completion, status_error
-from .openai_backend import OpenAIBackend, map_openai_error, parse_chat_completion
+from ..outcomes import classify_error, classify_openai_chat
+from .base import CallError, Completion
+from .openai_backend import OpenAIBackend, map_openai_error
 
 ENDPOINT = "/v1/chat/completions"
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -68,7 +69,7 @@ class OpenAIBatch:
                 metadata={"sabre_shard": shard_id},
             )
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "openai", self.provider) from None
         return batch.id, {"input_file_id": upload.id}
 
     def find(self, shard_id: str) -> str | None:
@@ -78,14 +79,14 @@ class OpenAIBatch:
                 if (batch.metadata or {}).get("sabre_shard") == shard_id:
                     return batch.id
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "openai", self.provider) from None
         return None
 
     def state(self, batch_id: str) -> BatchState:
         try:
             b = self.client.batches.retrieve(batch_id)
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "openai", self.provider) from None
         counts = b.request_counts
         message = ""
         if b.errors is not None and b.errors.data:
@@ -104,7 +105,7 @@ class OpenAIBatch:
         try:
             b = self.client.batches.retrieve(batch_id)
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "openai", self.provider) from None
         for file_id in (b.output_file_id, b.error_file_id):
             if not file_id:
                 continue
@@ -114,22 +115,24 @@ class OpenAIBatch:
                 raise map_openai_error(exc) from None
             for raw in data.splitlines():
                 if raw.strip():
-                    yield parse_result_line(raw)
+                    yield parse_result_line(raw, self.provider)
 
     def cancel(self, batch_id: str) -> None:
         try:
             self.client.batches.cancel(batch_id)
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "openai", self.provider) from None
 
     def close(self) -> None:
         self.client.close()
 
 
-def parse_result_line(raw: bytes) -> tuple[str, Completion | CallError]:
-    """One line of an output or error file -> (custom_id, completion or error)."""
-    from openai.types.chat import ChatCompletion
+def parse_result_line(raw: bytes, provider: str | None = None) -> tuple[str, Completion | CallError]:
+    """One line of an output or error file -> (custom_id, completion or error).
 
+    The response body and an error body are classified exactly as the synchronous
+    path's (:func:`sabre_prior.outcomes.classify_openai_chat`, :func:`~sabre_prior.outcomes.classify_error`).
+    """
     try:
         line = json.loads(raw)
         key = str(line["custom_id"])
@@ -148,15 +151,8 @@ def parse_result_line(raw: bytes) -> tuple[str, Completion | CallError]:
     status = response.get("status_code")
     body = response.get("body")
     if status != 200:
-        message = ""
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            message = str(body["error"].get("message") or "")
-        return key, status_error(int(status or 500), message)
+        return key, classify_error("openai", int(status or 500), body, provider=provider)
     try:
-        completion = ChatCompletion.model_validate(body)
-    except Exception as exc:  # pydantic ValidationError
-        return key, CallError(f"malformed response ({type(exc).__name__})", retryable=True, kind="malformed")
-    try:
-        return key, parse_chat_completion(completion)
+        return key, classify_openai_chat(body, provider=provider)
     except CallError as exc:
         return key, exc
