@@ -401,3 +401,39 @@ def test_estimate_shows_both_prices(tmp_path: Path, data: Path) -> None:
     text = format_estimates([est])
     assert "batch USD (exp/max)" in text and "runs in batch mode" in text
     assert f"{est.batch_cost_expected:.4f}/{est.batch_cost_max:.4f} *" in text
+
+
+# ---------------------------------------------------------------------------
+# Snakemake: a pending batch fails the job; the next run collects, never re-submits
+# ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_snakemake_collects_on_the_next_run_without_resubmitting(tmp_path: Path) -> None:
+    from tests.project import BIN, copy_project, env
+
+    project = copy_project(tmp_path / "project")
+    data = project / "data" / "parquet" / "context.parquet"
+    write_split(data, "context", N)
+    target = "results/predictions/fake/context.jsonl"
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.hold = True
+        params = yaml.safe_load((project / "params.yaml").read_text())
+        params["splits"] = ["context"]
+        params["models"] = {"fake": {**settings(srv.url("openai")), "batch": {"poll_s": 0.05, "wait": False}}}
+        (project / "params.yaml").write_text(yaml.safe_dump(params))
+        run_env = {**env(), KEY_ENV: KEY}
+        cmd = [str(BIN / "snakemake"), "--cores", "1", target]
+        log = project / "results/logs/predict/fake/context.log"
+        for _ in range(2):  # submitted, then still running: the job fails, nothing downstream runs
+            first = subprocess.run(cmd, cwd=project, env=run_env, capture_output=True, text=True, timeout=300)
+            assert first.returncode != 0
+            assert "batches pending; run again to collect" in log.read_text()
+            assert not (project / target).exists() and len(srv.order) == 1
+        srv.hold = False
+        done = subprocess.run(cmd, cwd=project, env=run_env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(srv.order) == 1 and len(srv.uploads) == 1  # one batch in all three runs
+        assert set(srv.answered.values()) == {1} and len(srv.answered) == N
+        again = subprocess.run(cmd, cwd=project, env=run_env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0 and len(srv.order) == 1
+    preds = {p["id"]: p["prediction"] for p in read_predictions(project / target)}
+    assert preds == {qid: a for qid, (_, a) in expected_answers(data).items()}

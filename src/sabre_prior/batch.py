@@ -625,6 +625,9 @@ class BatchEngine:
                 return
             for b in pending:
                 st = self._state(b)
+                st.total = st.total or len(b.keys)  # Gemini reports no counts: the requests we sent
+                if st.ended and not st.done and not st.failed_whole:
+                    st.succeeded = st.total
                 bars.update(str(b.batch_id), st)
                 if st.ended:
                     self._collect(b, st)

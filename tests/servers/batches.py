@@ -212,6 +212,8 @@ class FakeBatchServer:
     def _openai_batch(self, b: FakeBatch) -> dict[str, Any]:
         done = sum(1 for r in b.results if r["ok"])
         failed = len(b.results) - done
+        if not b.ended and not self.hold:  # request_counts.completed grows while in progress
+            done = min(len(b.requests), len(b.requests) * b.polls // max(1, self.steps))
         if b.ended:
             status = "cancelled" if b.cancel else "expired" if b.expired else "completed"
         elif b.cancel:
