@@ -207,6 +207,16 @@ def test_an_expired_batch_gives_its_answers_and_resubmits_the_rest(tmp_path: Pat
     check_predictions(tmp_path, data)
 
 
+def test_a_batch_failing_validation_fails_its_questions_with_the_reason(tmp_path: Path, data: Path) -> None:
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.invalid = True
+        with pytest.raises(InferenceIncomplete, match="injected validation error"):
+            predict(tmp_path, settings(srv.url("openai")), data)
+    assert len(srv.order) == 1  # not resubmitted: the same input would fail again
+    assert journal(tmp_path) == {}
+    assert [b.ended for b in ledger(tmp_path).batches.values()] == ["failed"]
+
+
 # ---------------------------------------------------------------------------
 # sharding by byte size
 # ---------------------------------------------------------------------------
@@ -338,6 +348,28 @@ def test_sabre_batches_cancel_then_collect_and_resubmit(tmp_path: Path, data: Pa
         assert len(srv.order) == 2 and len(srv.created()[1].requests) == N
     ended = [b.ended for b in B.Ledger(B.ledger_path(journal_path("fake", "context", root=tmp_path))).batches.values()]
     assert ended == ["cancelled", None]  # the second batch is still pending
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_list_and_cancel_pending_batches(tmp_path: Path, data: Path, backend: str) -> None:
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.hold = True
+        s = settings(srv.url(backend), backend, wait=False)
+        with pytest.raises(B.BatchesPending, match="batches pending; run again to collect"):
+            predict(tmp_path, s, data)
+        rows = B.list_batches("m", s, ["context"], journal_dir=tmp_path / "journal")
+        assert [r["batch_id"].rsplit("/", 1)[-1] for r in rows] == srv.order
+        assert rows[0]["requests"] == N and rows[0]["status"] in ("in_progress", "JOB_STATE_RUNNING")
+        assert "1 pending batches" in B.format_batches("m", rows)
+        rows = B.list_batches("m", s, ["context"], journal_dir=tmp_path / "journal", cancel=True)
+        assert srv.cancels == srv.order and rows[0]["status"].endswith("cancel requested")
+        srv.hold = False
+        with pytest.raises(B.BatchesPending):  # the cancelled requests go out again, in a new batch
+            predict(tmp_path, s, data)
+        assert len(srv.order) == 2 and len(srv.created()[1].requests) == N
+        assert [b.ended for b in ledger(tmp_path).batches.values()][0] in ("cancelled", "ended", "JOB_STATE_CANCELLED")
+        assert journal(tmp_path) == {}  # a cancelled request is never an answer
+        assert len(B.list_batches("m", s, ["context"], journal_dir=tmp_path / "journal", query=False)) == 1
 
 
 def test_a_batch_created_but_not_journaled_is_found_not_resubmitted(tmp_path: Path, data: Path) -> None:

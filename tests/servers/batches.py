@@ -88,6 +88,7 @@ class FakeBatchServer:
         self.hold = False
         self.faults: dict[str, list[str | None]] = {}
         self.expire_batches = 0
+        self.invalid = False  # OpenAI: batches fail validation (status failed, errors.data, no files)
         self.batches: dict[str, FakeBatch] = {}
         self.order: list[str] = []  # batch ids in creation order
         self.files: dict[str, bytes] = {}
@@ -214,6 +215,11 @@ class FakeBatchServer:
         failed = len(b.results) - done
         if not b.ended and not self.hold:  # request_counts.completed grows while in progress
             done = min(len(b.requests), len(b.requests) * b.polls // max(1, self.steps))
+        if self.invalid:  # validation failed: "failed" with the reasons in errors.data, no output files
+            b.ended = True
+            errors = {"object": "list", "data": [{"code": "invalid_request", "message": "injected validation error", "param": "body.model", "line": 1}]}
+            return {**self._openai_fields(b), "status": "failed", "errors": errors, "failed_at": int(time.time()),
+                    "request_counts": {"total": 0, "completed": 0, "failed": 0}}  # fmt: skip
         if b.ended:
             status = "cancelled" if b.cancel else "expired" if b.expired else "completed"
         elif b.cancel:
@@ -228,12 +234,8 @@ class FakeBatchServer:
             if err:
                 self.files.setdefault(f"file-err-{b.id}", self._openai_lines(b, err))
         return {
-            "id": b.id,
-            "object": "batch",
-            "endpoint": b.meta.get("endpoint"),
+            **self._openai_fields(b),
             "errors": None,
-            "input_file_id": b.meta.get("input_file_id"),
-            "completion_window": "24h",
             "status": status,
             "output_file_id": f"file-out-{b.id}" if b.ended and out else None,
             "error_file_id": f"file-err-{b.id}" if b.ended and err else None,
@@ -242,6 +244,17 @@ class FakeBatchServer:
             "expires_at": int(b.created) + 86400,
             "completed_at": int(time.time()) if b.ended and status == "completed" else None,
             "request_counts": {"total": len(b.requests), "completed": done, "failed": failed},
+            "metadata": b.meta.get("metadata"),
+        }
+
+    def _openai_fields(self, b: FakeBatch) -> dict[str, Any]:
+        return {
+            "id": b.id,
+            "object": "batch",
+            "endpoint": b.meta.get("endpoint"),
+            "input_file_id": b.meta.get("input_file_id"),
+            "completion_window": "24h",
+            "created_at": int(b.created),
             "metadata": b.meta.get("metadata"),
         }
 
