@@ -469,3 +469,41 @@ def test_snakemake_collects_on_the_next_run_without_resubmitting(tmp_path: Path)
         assert again.returncode == 0 and len(srv.order) == 1
     preds = {p["id"]: p["prediction"] for p in read_predictions(project / target)}
     assert preds == {qid: a for qid, (_, a) in expected_answers(data).items()}
+
+
+# ---------------------------------------------------------------------------
+# the commands and the example of docs/api_models.md, "Batch mode"
+# ---------------------------------------------------------------------------
+def _batch_docs() -> str:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "api_models.md").read_text()
+    return text[text.index("## Batch mode") : text.index("## Tests and benchmark")]
+
+
+def test_docs_batch_example_is_a_valid_model_entry() -> None:
+    block = _batch_docs().split("```yaml\n", 1)[1].split("```", 1)[0]
+    models = yaml.safe_load(block)["models"]
+    validate_params({"dataset": {"source": "demo"}, "splits": ["context"], "models": models})
+    assert B.BatchSettings.from_settings(models["gpt-5.4"], "gpt-5.4").enabled
+
+
+def test_docs_batch_commands_run(tmp_path: Path, data: Path) -> None:
+    commands = [line for line in _batch_docs().split("```bash\n", 1)[1].split("```", 1)[0].splitlines() if line.strip()]
+    assert commands == ["sabre batches --model gpt-5.4", "sabre batches --model gpt-5.4 --cancel"]
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.hold = True
+        model = {**settings(srv.url("openai")), "batch": {"poll_s": 0.01, "wait": False}}
+        params = {"dataset": {"source": "demo"}, "splits": ["context"], "models": {"gpt-5.4": model}}
+        (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+        with pytest.raises(B.BatchesPending):
+            predict_split(
+                "gpt-5.4", model, "context", data, tmp_path / "p.jsonl", progress=False, usage_output=tmp_path / "u.json",
+                run_log_output=tmp_path / "l.json", journal_dir=tmp_path / ".sabre" / "journal",
+            )  # fmt: skip
+        from tests.project import BIN
+
+        for command in commands:
+            exe, *args = command.split()
+            out = subprocess.run([str(BIN / exe), *args], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            assert srv.order[0] in out.stdout
+        assert srv.cancels == srv.order
