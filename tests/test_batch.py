@@ -217,6 +217,17 @@ def test_a_batch_failing_validation_fails_its_questions_with_the_reason(tmp_path
     assert [b.ended for b in ledger(tmp_path).batches.values()] == ["failed"]
 
 
+def test_a_refused_batch_creation_is_retried_then_given_up(tmp_path: Path, data: Path) -> None:
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.create_failures = 1
+        run = predict(tmp_path / "a", settings(srv.url("openai")), data)
+        assert run.answered == N and len(srv.order) == 1 and len(srv.uploads) == 2
+        srv.create_failures = 100
+        with pytest.raises(InferenceIncomplete, match="gave up after 2 batch attempts"):
+            predict(tmp_path / "b", settings(srv.url("openai"), max_attempts=2), data)
+        assert len(srv.order) == 1 and srv.create_failures == 98
+
+
 # ---------------------------------------------------------------------------
 # sharding by byte size
 # ---------------------------------------------------------------------------

@@ -511,6 +511,7 @@ class BatchEngine:
         self.submitted: list[str] = []
         self.reattached: list[str] = []
         self.collected: list[str] = []
+        self._submit_errors: dict[str, int] = {}  # key -> batch creations that failed for it
 
     @property
     def adapter(self) -> BatchAdapter:
@@ -581,7 +582,7 @@ class BatchEngine:
         self._accept(items)
         bars = _Bars(self.desc, self.progress)
         try:
-            if self._open() or self.ledger.pending() or self.ledger.unconfirmed():
+            if self._open():
                 self._loop(bars)
         finally:
             bars.close()
@@ -592,8 +593,8 @@ class BatchEngine:
             self._run_sync(sync_keys)
         for key, reason in list(self.retry.items()):
             if key in self.groups and key not in self.journal:
-                self._fail(key, f"gave up after {self.ledger.attempts(key)} batches; last error: {reason}")
-        pending = self.ledger.pending()
+                self._fail(key, f"gave up after {self._tries(key)} batch attempts; last error: {reason}")
+        pending = self._relevant()
         if pending:
             ids = ", ".join(str(b.batch_id) for b in pending)
             waiting = sum(len(b.keys) for b in pending)
@@ -611,19 +612,23 @@ class BatchEngine:
             wall_s=time.perf_counter() - t0,
         )
 
+    def _relevant(self) -> list[LedgerBatch]:
+        """Pending batches holding a question still without an answer (others are left alone)."""
+        return [b for b in self.ledger.pending() if any(k in self.groups and k not in self.journal for k in b.keys)]
+
+    def _tries(self, key: str) -> int:
+        return self.ledger.attempts(key) + self._submit_errors.get(key, 0)
+
     def _loop(self, bars: _Bars) -> None:
         self._confirm_unconfirmed()
         in_batch = {k for b in self.ledger.pending() for k in b.keys}
-        self.reattached = [str(b.batch_id) for b in self.ledger.pending()]
+        self.reattached = [str(b.batch_id) for b in self._relevant()]
         todo = [k for k in self._open() if k not in in_batch]
         while True:
             if todo:
                 self._submit(todo)
                 todo = []
-            pending = self.ledger.pending()
-            if not pending:
-                return
-            for b in pending:
+            for b in self._relevant():
                 st = self._state(b)
                 st.total = st.total or len(b.keys)  # Gemini reports no counts: the requests we sent
                 if st.ended and not st.done and not st.failed_whole:
@@ -632,14 +637,15 @@ class BatchEngine:
                 if st.ended:
                     self._collect(b, st)
             if self.retry and self.b.retry == "batch":
-                todo = [k for k in self.retry if k not in self.journal and self.ledger.attempts(k) < self.b.max_attempts]
-            if not self.ledger.pending() and not todo:
+                todo = [k for k in self.retry if k not in self.journal and self._tries(k) < self.b.max_attempts]
+            waiting = self._relevant()
+            if not waiting and not todo:
                 return
             if not self.b.wait:
                 if todo:  # failed items go out in a new batch now; collected next time
                     self._submit(todo)
                 return
-            if self.ledger.pending():
+            if waiting or self._submit_errors:  # poll; or back off after a refused submission
                 self._sleep(self.b.poll_s)
 
     def _state(self, b: LedgerBatch) -> BatchState:
@@ -648,7 +654,9 @@ class BatchEngine:
         except CallError as exc:
             if exc.fatal:
                 raise BackendError(f"{self.desc}: batch {b.batch_id}: {redact(str(exc), self._secrets)}") from None
-            log.warning("%s: status of batch %s unavailable (%s); asking again later", self.desc, b.batch_id, exc)
+            log.warning(
+                "%s: status of batch %s unavailable (%s); asking again later", self.desc, b.batch_id, redact(str(exc), self._secrets)
+            )
             return BatchState(status="unknown", ended=False, total=len(b.keys))
 
     # -- submitting -------------------------------------------------------------------
@@ -700,6 +708,7 @@ class BatchEngine:
                     raise BackendError(f"{self.desc}: the provider refused the batch ({exc.kind}): {message}") from None
                 for k in shard_keys:
                     self.retry[k] = f"{exc.kind}: batch not created: {message}"
+                    self._submit_errors[k] = self._submit_errors.get(k, 0) + 1
                 log.warning("%s: batch of %d requests not created: %s", self.desc, len(part), message)
                 continue
             self.ledger.append({"event": "submitted", "shard": shard_id, "batch_id": batch_id, "info": info})

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 import uuid
@@ -89,6 +90,7 @@ class FakeBatchServer:
         self.faults: dict[str, list[str | None]] = {}
         self.expire_batches = 0
         self.invalid = False  # OpenAI: batches fail validation (status failed, errors.data, no files)
+        self.create_failures = 0  # OpenAI: the next N batch creations answer 500
         self.batches: dict[str, FakeBatch] = {}
         self.order: list[str] = []  # batch ids in creation order
         self.files: dict[str, bytes] = {}
@@ -301,6 +303,9 @@ class FakeBatchServer:
                 {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()), "filename": upload.filename, "purpose": "batch", "status": "processed"}  # type: ignore[union-attr]
             )
         if path == "/v1/batches" and method == "POST":
+            if self.create_failures > 0:
+                self.create_failures -= 1
+                return P._openai_error(500, "injected 500 on batch create")
             body = await request.json()
             data = self.files[body["input_file_id"]]
             requests = []
@@ -310,6 +315,8 @@ class FakeBatchServer:
                     raise ValueError("line url/method differ from the batch endpoint")
                 model, text, b64 = P.OPENAI.parse("/v1/chat/completions", line["body"])
                 requests.append((line["custom_id"], text, P.b64decode(b64)))
+            if len({r[0] for r in requests}) != len(requests):  # "custom_id ... must be unique" (batch guide)
+                raise ValueError("duplicate custom_id in the input file")
             batch = self._new("openai", model, requests, len(data), {"endpoint": body["endpoint"], "input_file_id": body["input_file_id"], "metadata": body.get("metadata")})
             return web.json_response(self._openai_batch(batch))
         if path == "/v1/batches" and method == "GET":
@@ -358,6 +365,8 @@ class FakeBatchServer:
             body = json.loads(raw)
             requests, model = [], ""
             for entry in body["requests"]:
+                if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", entry["custom_id"]):  # the documented custom_id pattern
+                    raise ValueError(f"custom_id {entry['custom_id']!r} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
                 model, text, b64 = P.ANTHROPIC.parse("/v1/messages", entry["params"])
                 requests.append((entry["custom_id"], text, P.b64decode(b64)))
             batch = self._new("anthropic", model, requests, len(raw), {})
