@@ -174,6 +174,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.output),
         splits=splits or list(C.SPLITS),
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        usage_dir=Path(args.usage) if args.usage else None,
     )
     print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
     return 0
@@ -187,6 +188,10 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--trace-dir",
         help="where per-question traces <split>.jsonl go (default: beside --output, in <output stem>.traces/)",
+    )
+    p.add_argument(
+        "--usage",
+        help="directory of <split>.json usage summaries (from sabre predict): count refused questions in `refused`",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")
