@@ -131,7 +131,7 @@ def test_estimate_then_predict_then_estimate(project: Path, server: FakeServer, 
     assert total[1:4] == ["26", "0", "13"]  # both models' questions; only the API model's calls
 
     assert cli.main(["predict", "--model", "fake", "--split", "context", "--no-progress"]) == 0
-    assert "8 answered (0 from the journal, 8 calls, 0 retries)" in capsys.readouterr().out
+    assert "8 answered (0 from the journal, 8 calls, 0 retries), 0 refused" in capsys.readouterr().out
     assert (project / "results/usage/fake/context.json").is_file()
     assert (project / "results/logs/usage/fake/context.json").is_file()
     assert (project / ".sabre/journal/fake/context.jsonl").is_file()

@@ -98,10 +98,11 @@ def _predict(args: argparse.Namespace) -> int:
         template=template,
         progress=not args.no_progress,
         usage_output=Path(args.usage) if args.usage else None,
+        retry_refusals=args.retry_refusals,
     )
     print(
         f"{args.model}/{args.split}: {run.answered} answered ({run.cached} from the journal, "
-        f"{run.calls} calls, {run.retries} retries) -> {output}"
+        f"{run.calls} calls, {run.retries} retries), {len(run.refused)} refused -> {output}"
     )
     return 0
 
@@ -116,6 +117,11 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
         "--usage", help="usage summary to write (default: results/usage/<model>/<split>.json)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--retry-refusals",
+        action="store_true",
+        help="send again the questions the provider refused in an earlier run (refusals are final otherwise)",
+    )
     _add_params(p)
     p.set_defaults(func=_predict)
 
@@ -192,6 +198,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.output),
         splits=splits or list(C.SPLITS),
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        usage_dir=Path(args.usage) if args.usage else None,
     )
     print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
     return 0
@@ -205,6 +212,10 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--trace-dir",
         help="where per-question traces <split>.jsonl go (default: beside --output, in <output stem>.traces/)",
+    )
+    p.add_argument(
+        "--usage",
+        help="directory of <split>.json usage summaries (from sabre predict): count refused questions in `refused`",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")

@@ -1,9 +1,13 @@
 """Running one model on one split and writing its prediction file.
 
 The prediction file ``results/predictions/<model>/<split>.jsonl`` holds one
-line ``{"id": ..., "prediction": ...}`` per question, in dataset order (the
-official format).  It is written atomically, and only when every question has
-an answer: a failed call is never stored as an answer.  When questions fail
+line ``{"id": ..., "prediction": ...}`` per answered question, in dataset order
+(the official format).  It is written atomically, and only when every question
+has a final outcome: a failed call is never stored as an answer.  A refused
+question (:mod:`sabre_prior.outcomes`) is final: it has no line (the official
+contract scores a missing prediction as wrong), it is listed with its reason
+in the usage summary, and a re-run does not send it again unless asked to
+(``--retry-refusals`` or ``retry_refusals: true``).  When questions fail
 after all retries, the run still finishes the others (they go to the response
 journal), writes the failures to the run log and raises
 :class:`InferenceIncomplete` (exit code 3) listing the failed ids; running the
@@ -29,7 +33,7 @@ from .data import image_mime, iter_rows
 from .engine import Engine, EngineResult, EngineSettings, WorkItem
 from .errors import BackendError, InferenceIncomplete
 from .io_utils import write_json, write_jsonl
-from .journal import Journal, journal_path, read_journal, request_key
+from .journal import Journal, is_refusal, journal_path, read_journal, request_key
 from .models.base import Backend, MissingKeyError, Query, create_backend
 from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
 from .scoring import resolve_eval_type
@@ -51,6 +55,7 @@ class SplitRun:
     cached: int = 0
     calls: int = 0
     retries: int = 0
+    refused: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
 
 
@@ -129,9 +134,11 @@ def predict_split(
     usage_output: str | Path | None = None,
     run_log_output: str | Path | None = None,
     journal_dir: str | Path | None = None,
+    retry_refusals: bool = False,
 ) -> SplitRun:
     """Answer every question of ``split`` with ``model`` and write the prediction file.
 
+    ``retry_refusals``: send again the questions the journal holds as refused.
     Raises :class:`BackendError` before any call when the backend is not ready
     (e.g. the API key variable is unset), :class:`InferenceIncomplete` when
     questions failed (no prediction file is written then).
@@ -143,7 +150,7 @@ def predict_split(
         missing_key: MissingKeyError | None = None
     except MissingKeyError as exc:
         missing_key = exc  # fatal unless the journal already holds every answer (checked below)
-    engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind)
+    engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind, retry_refusals=retry_refusals)
     Prices.from_settings(settings, model)  # validate before spending anything
     policy = ImagePolicy.from_settings(settings, model)
     data_path = Path(data_path)
@@ -155,7 +162,7 @@ def predict_split(
     if missing_key is not None:
         stream = list(stream)
         done = read_journal(journal_path(model, split, journal_dir=journal_dir))
-        if any(item.key not in done for item in stream):
+        if any(item.key not in done or (retry_refusals and is_refusal(done[item.key])) for item in stream):
             raise missing_key
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
@@ -205,10 +212,6 @@ def _finish(
 ) -> SplitRun:
     ids = [item.query.id for item in items]
     stats = result.stats
-    write_json(
-        Path(run_log_output) if run_log_output else run_log_path(model, split),
-        run_log(stats, result.failures, result.wall_s, {"model": model, "split": split, **backend_info}),
-    )
     run = SplitRun(
         model=model,
         split=split,
@@ -217,18 +220,9 @@ def _finish(
         cached=stats.cached,
         calls=stats.calls,
         retries=stats.retries,
+        refused=sorted(result.refusals),
     )
-    if result.aborted:
-        raise BackendError(
-            f"{result.aborted}\nstopped early: {len(result.failures)} of {len(ids)} questions without an answer; "
-            f"no prediction file was written ({stats.calls} answers made in this run are kept in the journal)"
-        )
-    if result.failures:
-        raise InferenceIncomplete(
-            f"{model}/{split}: {len(result.failures)} of {len(ids)} questions failed after all retries; "
-            f"no prediction file was written (the {len(result.answers)} answers are kept in the journal: "
-            f"re-run the same command to retry only the failed questions):\n{format_failures(result.failures)}"
-        )
+    # the usage summary is written whatever happens next: every billed attempt counts
     run.usage = summarize(
         model=model,
         split=split,
@@ -240,12 +234,40 @@ def _finish(
         images={item.query.id: item.image for item in items},
         failures=result.failures,
         journaled=journaled,
+        refusals=result.refusals,
+        spent=result.spent,
     )
     run.usage = apply_batch_pricing(run.usage, settings, result.records, model)
     write_json(Path(usage_output) if usage_output else C.usage_path(model, split), run.usage)
-    write_jsonl(output, ({C.PRED_ID: qid, C.PRED_PREDICTION: result.answers[qid]} for qid in ids))
+    write_json(
+        Path(run_log_output) if run_log_output else run_log_path(model, split),
+        run_log(
+            stats,
+            result.failures,
+            result.wall_s,
+            {"model": model, "split": split, **backend_info, "refused": run.usage["refused_ids"], "usage": run.usage},
+        ),
+    )
+    if result.refusals:
+        log.warning(
+            "%s/%s: %d of %d questions refused by the provider (final; no prediction, scored as wrong): %s",
+            model, split, len(result.refusals), len(ids), ", ".join(sorted(result.refusals)[:10]),
+        )  # fmt: skip
+    if result.aborted:
+        raise BackendError(
+            f"{result.aborted}\nstopped early: {len(result.failures)} of {len(ids)} questions without an answer; "
+            f"no prediction file was written ({stats.calls} answers made in this run are kept in the journal)"
+        )
+    if result.failures:
+        raise InferenceIncomplete(
+            f"{model}/{split}: {len(result.failures)} of {len(ids)} questions failed after all retries; "
+            f"no prediction file was written (the {len(result.answers)} answers are kept in the journal: "
+            f"re-run the same command to retry only the failed questions):\n{format_failures(result.failures)}"
+        )
+    # only answers become predictions (a refused question has no line)
+    write_jsonl(output, ({C.PRED_ID: qid, C.PRED_PREDICTION: result.answers[qid]} for qid in ids if qid in result.answers))
     log.info(
-        "%s/%s: %d predictions written to %s (%d from the journal, %d calls, %d retries)",
+        "%s/%s: %d predictions written to %s (%d from the journal, %d calls, %d retries, %d refused)",
         model,
         split,
         run.answered,
@@ -253,6 +275,7 @@ def _finish(
         stats.cached,
         stats.calls,
         stats.retries,
+        len(run.refused),
     )
     return run
 

@@ -31,7 +31,26 @@ from aiohttp import web
 
 from . import protocols as P
 
-FAULT_KINDS = ("429", "500", "503", "stall", "malformed", "empty", "401", "400", "404", "disconnect")
+FAULT_KINDS = (
+    "429",
+    "500",
+    "503",
+    "stall",
+    "malformed",
+    "empty",
+    "401",
+    "400",
+    "404",
+    "disconnect",
+    # documented provider behaviours (protocols.py builds each from its API reference)
+    "refusal",  # partial text + the protocol's refusal signal (200)
+    "blocked",  # Gemini: no candidate, promptFeedback.blockReason (200)
+    "moderation",  # 400 moderation rejection (DashScope data_inspection_failed / Moonshot content_filter)
+    "empty_length",  # empty text, token-budget finish reason (200)
+    "quota",  # account out of quota / billing (OpenAI 429 insufficient_quota, Anthropic 402, Gemini 403)
+    "overloaded",  # Anthropic 529 overloaded_error
+    "429_reset",  # 429 with only the protocol's reset headers / RetryInfo (no Retry-After)
+)
 
 
 def fake_answer(text: str, image: bytes) -> str:
@@ -69,8 +88,9 @@ def fake_usage(text: str, answer: str) -> tuple[int, int]:
 @dataclass(frozen=True)
 class Fault:
     kind: str
-    retry_after: float | None = None  # seconds, for 429/503
+    retry_after: float | None = None  # seconds, for 429/503/429_reset/overloaded
     stall_s: float = 5.0  # for "stall"
+    variant: str = ""  # protocol flavour, e.g. "refusal_field" for OpenAI message.refusal
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -105,7 +125,7 @@ class Call:
     start: float = 0.0
     end: float | None = None
     input_tokens: int = 0
-    output_tokens: int = 0
+    output_tokens: int = 0  # billed output tokens, reasoning included
     answer: str | None = None
     body: dict[str, Any] | None = None
 
@@ -123,6 +143,10 @@ class FakeServer:
     keep_bodies: bool = False  # keep each request's JSON (image data replaced by its length)
     decode_images: bool = True  # False (benchmarks): key requests by text and base64 length only
     answer: Callable[[str, bytes], str] = fake_answer
+    #: reasoning tokens reported per answer (OpenAI protocol: inside completion_tokens unless
+    #: ``reasoning_apart``, as xAI reports them; Gemini: thoughtsTokenCount); billed as output
+    reasoning_tokens: int = 0
+    reasoning_apart: bool = False
     rules: list[Rule] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
@@ -250,7 +274,8 @@ class FakeServer:
             answer = self.answer(text, image)
             call.input_tokens, call.output_tokens = fake_usage(text, answer)
             call.answer = answer
-            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens)
+            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens, **self._reasoning())
+            call.output_tokens += self.reasoning_tokens
             call.status = 200
             return resp
         finally:
@@ -258,10 +283,18 @@ class FakeServer:
             with self._lock:
                 self.in_flight -= 1
 
+    def _reasoning(self) -> dict[str, Any]:
+        return {"reasoning": self.reasoning_tokens, "apart": self.reasoning_apart} if self.reasoning_tokens else {}
+
     async def _fault(
         self, request: web.Request, proto: P.Protocol, fault: Fault, call: Call, model: str, text: str
     ) -> web.StreamResponse:
         kind = fault.kind
+        if kind in P.DOCUMENTED_FAULTS:
+            status, resp, billed = P.documented_fault(proto.name, kind, model, text, fault.retry_after, fault.variant)
+            call.status = status
+            call.input_tokens, call.output_tokens = billed
+            return resp
         if kind in ("429", "500", "503", "401", "400", "404"):
             status = int(kind)
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
@@ -277,7 +310,9 @@ class FakeServer:
         if kind == "empty":
             call.status = 200
             call.input_tokens, call.output_tokens = fake_usage(text, "")
-            return proto.ok(model, "", call.input_tokens, call.output_tokens)
+            resp = proto.ok(model, "", call.input_tokens, call.output_tokens, **self._reasoning())
+            call.output_tokens += self.reasoning_tokens
+            return resp
         # disconnect: drop the connection without an answer
         assert request.transport is not None
         request.transport.abort()
