@@ -166,23 +166,54 @@ def test_batch_request_bodies_equal_the_synchronous_ones(tmp_path: Path, data: P
 def test_errored_items_are_retried_and_failures_never_stored(tmp_path: Path, data: Path, backend: str) -> None:
     expected = expected_answers(data)
     keys = [k for k, _ in expected.values()]
+    qid_of = {k: qid for qid, (k, _) in expected.items()}
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.faults = {keys[0]: ["500"], keys[1]: ["empty"], keys[2]: ["400"], keys[3]: ["refusal"], keys[4]: ["500", "500"]}
         with pytest.raises(InferenceIncomplete) as info:
             predict(tmp_path, settings(srv.url(backend), backend), data)
     # first batch: all 8; second: the three retryable ones; third: the twice-failed one
     assert [len(b.requests) for b in srv.created()] == [N, 3, 1]
-    failed_ids = {qid for qid, (k, _) in expected.items() if k in (keys[2], keys[3])}
     message = str(info.value)
-    assert all(qid in message for qid in failed_ids)
-    records = journal(tmp_path)
-    assert len(records) == N - 2
-    assert all(r["text"].strip() for r in records.values())
-    answered_ids = {r["id"] for r in records.values()}
-    assert answered_ids.isdisjoint(failed_ids)
-    by_id = {qid: answer for qid, (_, answer) in expected.items()}
-    assert all(r["text"] == by_id[r["id"]] for r in records.values())
+    assert "1 of 8 questions failed" in message and qid_of[keys[2]] in message  # the 400 only
+    records = {r["id"]: r for r in journal(tmp_path).values()}
+    assert qid_of[keys[2]] not in records  # a failure is never stored
+    refusal = records[qid_of[keys[3]]]  # a refusal is final, journaled as such, with no text
+    assert refusal["outcome"] == "refusal" and refusal["text"] == "" and refusal["mode"] == "batch"
+    answers = {k: r for k, r in records.items() if r["outcome"] == "answer"}
+    assert len(answers) == N - 2 and all(r["text"] == expected[r["id"]][1] for r in answers.values())
+    empty_retried = records[qid_of[keys[1]]]  # its rejected empty answer was billed: counted on the final record
+    assert empty_retried["rejected_output_tokens"] > 0 and empty_retried["attempts"] == 2
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["failed_ids"] == [qid_of[keys[2]]] and list(usage["refused_ids"]) == [qid_of[keys[3]]]
     assert not (tmp_path / "pred.jsonl").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_empty_answer_with_the_budget_spent_is_retried_once_then_kept(tmp_path: Path, data: Path, backend: str) -> None:
+    expected = expected_answers(data)
+    key, _ = expected["context_000__base_target"]
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.faults = {key: ["budget", "budget", None]}
+        run = predict(tmp_path, settings(srv.url(backend), backend), data)
+    assert [len(b.requests) for b in srv.created()] == [N, 1]  # one retry (empty_budget_retries: 1)
+    assert run.answered == N
+    rec = next(r for r in journal(tmp_path).values() if r["id"] == "context_000__base_target")
+    assert rec["outcome"] == "empty" and rec["text"] == "" and rec["rejected_output_tokens"] == 64
+    preds = {p["id"]: p["prediction"] for p in read_predictions(tmp_path / "pred.jsonl")}
+    assert preds["context_000__base_target"] == ""
+
+
+def test_a_refusal_is_final_and_not_a_prediction(tmp_path: Path, data: Path) -> None:
+    expected = expected_answers(data)
+    refused_key, _ = expected["context_000__base_source"]
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.faults = {refused_key: ["refusal"]}
+        run = predict(tmp_path, settings(srv.url("anthropic"), "anthropic"), data)
+        assert run.refused == ["context_000__base_source"] and len(srv.order) == 1  # never re-sent
+        again = predict(tmp_path, settings(srv.url("anthropic"), "anthropic"), data)
+        assert len(srv.order) == 1 and again.refused == run.refused
+    preds = {p["id"] for p in read_predictions(tmp_path / "pred.jsonl")}
+    assert preds == set(expected) - {"context_000__base_source"}
 
 
 def test_retry_sync_sends_failed_items_synchronously(tmp_path: Path, data: Path) -> None:

@@ -61,8 +61,9 @@ from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from .engine import EngineResult, EngineSettings, WorkItem, redact
 from .errors import BackendError, ConfigError, SabreError
-from .journal import Journal
+from .journal import Journal, is_refusal
 from .models.base import Backend, CallError, Completion
+from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
 from .usage import Prices, RunStats
 
 log = logging.getLogger(__name__)
@@ -215,24 +216,37 @@ def batch_prices(settings: Mapping[str, Any], model: str = "?") -> Prices | None
     return Prices(prices.input_per_mtok * DEFAULT_BATCH_DISCOUNT, prices.output_per_mtok * DEFAULT_BATCH_DISCOUNT)
 
 
-def apply_batch_pricing(usage: dict[str, Any], settings: Mapping[str, Any], records: Mapping[str, Mapping[str, Any]], model: str = "?") -> dict[str, Any]:
-    """Price the answers that came from a batch at the batch prices (in the usage summary).
+def apply_batch_pricing(
+    usage: dict[str, Any],
+    settings: Mapping[str, Any],
+    records: Mapping[str, Mapping[str, Any]],
+    model: str = "?",
+    refusals: Mapping[str, Mapping[str, Any]] | None = None,
+    spent: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Price what batches were billed at the batch prices (in the usage summary).
 
-    Adds ``batch: {calls, input_tokens, output_tokens, prices, estimated_cost_usd}`` and
-    makes ``estimated_cost_usd`` the sum of the synchronous and the batch parts.  A
-    summary without batch answers is returned unchanged.
+    Adds ``batch: {calls, input_tokens, output_tokens, prices, estimated_cost_usd}``
+    (billed tokens of the journal lines with ``"mode": "batch"``: answers, refusals and
+    the spend of failed questions) and makes ``estimated_cost_usd`` the synchronous part
+    at the model's prices plus the batch part.  A summary without batch lines is
+    returned unchanged.
     """
     seen: set[str] = set()
     calls = tin = tout = 0
-    for rec in records.values():
+    for rec in [*records.values(), *(refusals or {}).values()]:
         key = str(rec.get("key"))
         if rec.get("mode") != "batch" or key in seen:
             continue
         seen.add(key)
         calls += 1
-        tin += int(rec.get("input_tokens") or 0)
+        tin += int(rec.get("input_tokens") or 0) + int(rec.get("rejected_input_tokens") or 0)
         tout += int(rec.get("output_tokens") or 0) + int(rec.get("rejected_output_tokens") or 0)
-    if not calls:
+    for rec in spent:
+        if rec.get("mode") == "batch":
+            tin += int(rec.get("rejected_input_tokens") or 0)
+            tout += int(rec.get("rejected_output_tokens") or 0)
+    if not calls and not tin and not tout:
         return usage
     prices = Prices.from_settings(settings, model)
     bprices = batch_prices(settings, model)
@@ -246,8 +260,8 @@ def apply_batch_pricing(usage: dict[str, Any], settings: Mapping[str, Any], reco
     out = dict(usage)
     out["batch"] = part
     if prices is not None and bprices is not None and usage.get("estimated_cost_usd") is not None:
-        sync_in = int(usage.get("input_tokens") or 0) - tin
-        sync_out = int(usage.get("output_tokens") or 0) + int(usage.get("rejected_output_tokens") or 0) - tout
+        sync_in = int(usage.get("billed_input_tokens") or 0) - tin
+        sync_out = int(usage.get("billed_output_tokens") or 0) - tout
         out["estimated_cost_usd"] = round(prices.cost(max(0, sync_in), max(0, sync_out)) + part["estimated_cost_usd"], 6)
     return out
 
@@ -471,7 +485,16 @@ class _Bars:
 # The batch engine
 # ---------------------------------------------------------------------------
 class BatchEngine:
-    """Answers work items through a provider batch API (same interface as :class:`engine.Engine`)."""
+    """Answers work items through a provider batch API (same interface as :class:`engine.Engine`).
+
+    Outcomes follow the synchronous engine (:mod:`sabre_prior.engine`, :mod:`sabre_prior.outcomes`):
+    an answer is journaled; a refusal (in the response, or a moderation error) is journaled as
+    final for its question and never a prediction; an empty answer whose token budget ran out
+    is retried ``empty_budget_retries`` times, then kept as the model's (empty) answer; an empty
+    answer with a normal stop is retried ``empty_retries`` times, then the question fails; what
+    failed questions were billed is journaled as spend.  Retries go into the next batch (or to
+    the synchronous engine, ``retry: sync``).
+    """
 
     def __init__(
         self,
@@ -505,13 +528,19 @@ class BatchEngine:
         self.groups: dict[str, list[WorkItem]] = {}
         self.answers: dict[str, str] = {}
         self.records: dict[str, dict[str, Any]] = {}
+        self.refusals: dict[str, dict[str, Any]] = {}
+        self.spent: list[dict[str, Any]] = []
         self.failures: dict[str, str] = {}  # question id -> reason (final)
         self.retry: dict[str, str] = {}  # key -> last retryable reason
-        #: what this run did with the provider, for tests and the run log
+        self._final: set[str] = set()  # keys with a final outcome in this run
+        self._rejected: dict[str, list[int]] = {}  # key -> [input, output] tokens of rejected (empty) answers
+        self._empty_budget: dict[str, int] = {}
+        self._empty_stop: dict[str, int] = {}
+        self._submit_errors: dict[str, int] = {}  # key -> batch creations that failed for it
+        #: what this run did with the provider, for tests and the log
         self.submitted: list[str] = []
         self.reattached: list[str] = []
         self.collected: list[str] = []
-        self._submit_errors: dict[str, int] = {}  # key -> batch creations that failed for it
 
     @property
     def adapter(self) -> BatchAdapter:
@@ -520,61 +549,104 @@ class BatchEngine:
         return self._adapter
 
     # -- bookkeeping ------------------------------------------------------------------
+    def _journaled(self, key: str) -> dict[str, Any] | None:
+        """The journal's final record of ``key`` (None when it must still be asked)."""
+        rec = self.journal.get(key)
+        if rec is not None and self.s.retry_refusals and is_refusal(rec) and key not in self._final:
+            return None  # asked to send refused questions again
+        return rec
+
     def _accept(self, items: Iterable[WorkItem]) -> None:
         for item in items:
             self.stats.questions += 1
             group = self.groups.setdefault(item.key, [])
             group.append(item)
             if len(group) == 1:
-                rec = self.journal.get(item.key)
-                if rec is not None:
+                self.spent.extend(self.journal.spent(item.key))
+            rec = self._journaled(item.key)
+            if rec is not None:
+                if len(group) == 1:
                     self.stats.cached += 1
-            if item.key in self.journal:
-                self._assign(item.key, self.journal.get(item.key))  # type: ignore[arg-type]
+                self._assign_one(item, rec)
 
-    def _assign(self, key: str, record: dict[str, Any]) -> None:
-        for item in self.groups.get(key, []):
+    def _assign_one(self, item: WorkItem, record: dict[str, Any]) -> None:
+        if is_refusal(record):
+            self.refusals[item.query.id] = record
+            self.stats.refusals += 1
+        else:
             self.answers[item.query.id] = record["text"]
             self.records[item.query.id] = record
 
     def _open(self) -> list[str]:
-        """Keys of the questions still without an answer."""
-        return [k for k in self.groups if k not in self.journal]
+        """Keys of the questions still without a final outcome."""
+        return [k for k in self.groups if self._journaled(k) is None and not self._failed(k)]
+
+    def _failed(self, key: str) -> bool:
+        group = self.groups.get(key) or []
+        return bool(group) and group[0].query.id in self.failures
 
     def _fail(self, key: str, reason: str) -> None:
         reason = redact(reason, self._secrets)
         self.retry.pop(key, None)
-        for item in self.groups.get(key, []):
+        group = self.groups.get(key, [])
+        for item in group:
             self.failures[item.query.id] = reason
-        self.stats.failures += len(self.groups.get(key, []))
-        log.warning("%s: %s failed: %s", self.desc, ", ".join(i.query.id for i in self.groups.get(key, [])), reason)
+        self.stats.failures += len(group)
+        tin, tout = self._rejected.pop(key, [0, 0])
+        if (tin or tout) and group:  # what its rejected answers were billed: spend, never a result
+            item = group[0]
+            record = {
+                "key": key,
+                "id": item.query.id,
+                "split": item.query.split,
+                **self.journal_fields,
+                "text": "",
+                "outcome": FAILURE,
+                "detail": reason,
+                "attempts": self._tries(key),
+                "rejected_input_tokens": tin,
+                "rejected_output_tokens": tout,
+                "mode": "batch",
+            }
+            self.spent.append(self.journal.append(record))
+        log.warning("%s: %s failed: %s", self.desc, ", ".join(i.query.id for i in group), reason)
 
-    def _succeed(self, key: str, completion: Completion, batch: LedgerBatch) -> None:
+    def _finalize(self, key: str, completion: Completion, batch: LedgerBatch) -> None:
+        """Journal a final response: an answer, an empty answer kept as such, or a refusal."""
         item = self.groups[key][0]
         attempts = self.ledger.attempts(key)
+        tin, tout = self._rejected.pop(key, [0, 0])
         record: dict[str, Any] = {
             "key": key,
             "id": item.query.id,
             "split": item.query.split,
             **self.journal_fields,
-            "text": completion.text,
+            "text": completion.text if completion.outcome != REFUSAL else "",
+            "outcome": completion.outcome,
             "input_tokens": completion.input_tokens,
             "output_tokens": completion.output_tokens,
             "finish_reason": completion.finish_reason,
             "attempts": attempts,
             "retries": max(0, attempts - 1),
-            "rejected_output_tokens": 0,
+            "rejected_input_tokens": tin,
+            "rejected_output_tokens": tout,
             "latency_s": None,
             "image": dict(item.image),
             "mode": "batch",
             "batch_id": batch.batch_id,
         }
+        if completion.detail:
+            record["detail"] = redact(completion.detail, self._secrets)
         if completion.extra:
             record["extra"] = completion.extra
         record = self.journal.append(record)
+        self._final.add(key)
         self.retry.pop(key, None)
-        self._assign(key, record)
+        for it in self.groups[key]:
+            self._assign_one(it, record)
         self.stats.calls += 1
+        if completion.outcome == REFUSAL:
+            log.warning("%s: %s refused (%s)", self.desc, item.query.id, record.get("detail"))
 
     # -- entry point ----------------------------------------------------------------
     def run(self, items: Iterable[WorkItem], total: int | None = None) -> EngineResult:
@@ -592,7 +664,7 @@ class BatchEngine:
         if sync_keys and self.b.retry == "sync":
             self._run_sync(sync_keys)
         for key, reason in list(self.retry.items()):
-            if key in self.groups and key not in self.journal:
+            if key in self.groups and self._journaled(key) is None:
                 self._fail(key, f"gave up after {self._tries(key)} batch attempts; last error: {reason}")
         pending = self._relevant()
         if pending:
@@ -608,13 +680,16 @@ class BatchEngine:
             records=self.records,
             failures=self.failures,
             stats=self.stats,
+            refusals=self.refusals,
+            spent=self.spent,
             aborted=None,
             wall_s=time.perf_counter() - t0,
         )
 
     def _relevant(self) -> list[LedgerBatch]:
-        """Pending batches holding a question still without an answer (others are left alone)."""
-        return [b for b in self.ledger.pending() if any(k in self.groups and k not in self.journal for k in b.keys)]
+        """Pending batches holding a question still without an outcome (others are left alone)."""
+        open_keys = set(self._open())
+        return [b for b in self.ledger.pending() if any(k in open_keys for k in b.keys)]
 
     def _tries(self, key: str) -> int:
         return self.ledger.attempts(key) + self._submit_errors.get(key, 0)
@@ -637,7 +712,7 @@ class BatchEngine:
                 if st.ended:
                     self._collect(b, st)
             if self.retry and self.b.retry == "batch":
-                todo = [k for k in self.retry if k not in self.journal and self._tries(k) < self.b.max_attempts]
+                todo = [k for k in self.retry if self._journaled(k) is None and self._tries(k) < self.b.max_attempts]
             waiting = self._relevant()
             if not waiting and not todo:
                 return
@@ -727,26 +802,26 @@ class BatchEngine:
                 if key not in wanted or key in seen:
                     continue
                 seen.add(key)
-                if key not in self.groups:  # a question no longer asked (another split file)
-                    continue
-                if key in self.journal:  # answered meanwhile (e.g. by a synchronous run)
-                    continue
+                if key not in self.groups or self._journaled(key) is not None:
+                    continue  # not asked in this run, or answered meanwhile (e.g. by a synchronous run)
                 self.stats.attempts += 1
                 if isinstance(outcome, Completion):
-                    outcome = self._check_answer(outcome)
+                    outcome = self._judge(key, outcome)
                 if isinstance(outcome, Completion):
-                    self._succeed(key, outcome, b)
+                    self._finalize(key, outcome, b)
                     ok += 1
                     continue
                 bad += 1
                 self.stats.count_error(outcome.kind)
-                reason = f"{outcome.kind}: {outcome}"
-                if outcome.retryable:
-                    self.retry[key] = reason
+                message = redact(str(outcome), self._secrets)
+                if outcome.kind == "refusal":  # a moderation rejection of this question: final, journaled
+                    self._finalize(key, Completion(text="", outcome=REFUSAL, detail=message), b)
+                elif outcome.retryable:
+                    self.retry[key] = f"{outcome.kind}: {message}"
                 else:
-                    self._fail(key, reason)
+                    self._fail(key, f"{outcome.kind}: {message}")
         for key in wanted - seen:
-            if key in self.groups and key not in self.journal:
+            if key in self.groups and self._journaled(key) is None and not self._failed(key):
                 if st.failed_whole:
                     self._fail(key, f"batch {b.batch_id} {st.status}: {st.message or 'no results'}")
                 else:
@@ -754,28 +829,34 @@ class BatchEngine:
         self.ledger.append({"event": "ended", "shard": b.shard, "batch_id": b.batch_id, "status": st.status, "answered": ok, "errored": bad})
         self.collected.append(str(b.batch_id))
 
-    def _check_answer(self, completion: Completion) -> Completion | CallError:
-        """The synchronous path's outcome classes (sabre_prior.outcomes) for one response.
-
-        An answer is kept; a refusal fails the question (final, never a prediction); an
-        empty answer is retried like a synchronous one.
-        """
-        outcome = getattr(completion, "outcome", "answer")
-        if outcome == "refusal":
-            return CallError(f"refused: {getattr(completion, 'detail', '') or 'refusal'}", retryable=False, kind="refusal")
+    def _judge(self, key: str, completion: Completion) -> Completion | CallError:
+        """The synchronous engine's rules for one response (see the class docstring)."""
+        if completion.outcome == REFUSAL:
+            return completion
         if not isinstance(completion.text, str):
             return CallError("the backend returned no text", retryable=True, kind="malformed")
-        if outcome == "empty" or not completion.text.strip():
-            if self.s.retry_empty:
-                detail = getattr(completion, "detail", None) or "empty answer"
-                return CallError(f"empty: {detail}", retryable=True, kind="empty")
-        return completion
+        if not self.s.retry_empty or completion.text.strip():
+            return completion
+        completion.outcome = EMPTY
+        if budget_spent(completion.finish_reason):
+            n = self._empty_budget[key] = self._empty_budget.get(key, 0) + 1
+            if n > self.s.empty_budget_retries:  # the model's answer under the budget
+                completion.detail = "token budget spent"
+                return completion
+            err = CallError("empty answer (token budget spent)", retryable=True, kind="empty")
+        else:
+            n = self._empty_stop[key] = self._empty_stop.get(key, 0) + 1
+            err = CallError(f"empty answer (finish reason {completion.finish_reason})", retryable=n <= self.s.empty_retries, kind="empty")
+        rejected = self._rejected.setdefault(key, [0, 0])  # billed all the same
+        rejected[0] += completion.input_tokens or 0
+        rejected[1] += completion.output_tokens or 0
+        return err
 
     def _run_sync(self, keys: Sequence[str]) -> None:
         """``retry: sync``: the failed requests once more through the synchronous engine."""
         from .engine import Engine
 
-        items = [item for k in keys for item in self.groups[k] if k not in self.journal]
+        items = [item for k in keys for item in self.groups[k] if self._journaled(k) is None]
         if not items:
             return
         log.info("%s: retrying %d requests synchronously", self.desc, len({i.key for i in items}))
@@ -789,18 +870,18 @@ class BatchEngine:
             seed=self.seed,
         )
         result = engine.run(items)
-        for qid, rec in result.records.items():
-            self.records[qid] = rec
-            self.answers[qid] = rec["text"]
+        self.records.update(result.records)
+        self.answers.update(result.answers)
+        self.refusals.update(result.refusals)
+        self.spent.extend(r for r in result.spent if r not in self.spent)
         for k in keys:
-            if k in self.journal:
-                self.retry.pop(k, None)
-        for qid, reason in result.failures.items():
-            key = next(i.key for i in items if i.query.id == qid)
-            self.retry.pop(key, None)
-            self.failures[qid] = reason
+            self.retry.pop(k, None)
+            if self.journal.get(k) is not None:
+                self._final.add(k)
+        self.failures.update(result.failures)
         self.stats.calls += result.stats.calls
         self.stats.failures += result.stats.failures
+        self.stats.refusals += result.stats.refusals
 
 
 # ---------------------------------------------------------------------------

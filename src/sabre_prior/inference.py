@@ -237,7 +237,7 @@ def _finish(
         refusals=result.refusals,
         spent=result.spent,
     )
-    run.usage = apply_batch_pricing(run.usage, settings, result.records, model)
+    run.usage = apply_batch_pricing(run.usage, settings, result.records, model, result.refusals, result.spent)
     write_json(Path(usage_output) if usage_output else C.usage_path(model, split), run.usage)
     write_json(
         Path(run_log_output) if run_log_output else run_log_path(model, split),

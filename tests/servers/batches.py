@@ -42,8 +42,8 @@ Each request inside a batch is parsed with the synchronous protocols
 batch answer equals the synchronous one.  A batch ends after ``steps`` status
 polls (``hold`` keeps every batch running until released).  Item faults:
 ``faults[content key]`` is a list of faults for the key's successive batches
-(``"500"``, ``"400"``, ``"empty"``, ``"refusal"``, ``"expired"``, or None for a
-normal answer); ``expire_batches`` makes the first N batches end expired with
+(``"500"``, ``"400"``, ``"empty"`` (normal stop), ``"budget"`` (empty, the
+token budget spent), ``"refusal"``, ``"expired"``, or None for a normal answer); ``expire_batches`` makes the first N batches end expired with
 only their first half answered.
 """
 
@@ -176,14 +176,18 @@ class FakeBatchServer:
             elif batch.expired and i >= n // 2:
                 fault = "expired"
             answer = fake_answer(text, image)
-            if fault == "empty":
+            if fault in ("empty", "budget"):
                 answer = ""
-            if fault in (None, "empty", "refusal"):
+            if fault in (None, "empty", "budget", "refusal"):
                 tin, tout = fake_usage(text, answer)
+                if fault == "budget":
+                    tout = 64  # the whole output budget spent (on thinking), no text
                 if fault is None:
                     with self._lock:
                         self.answered[key] += 1
-                batch.results.append({"cid": cid, "ok": True, "answer": answer, "tin": tin, "tout": tout, "refusal": fault == "refusal"})
+                batch.results.append(
+                    {"cid": cid, "ok": True, "answer": answer, "tin": tin, "tout": tout, "refusal": fault == "refusal", "budget": fault == "budget"}
+                )
             else:
                 batch.results.append({"cid": cid, "ok": False, "fault": fault})
         batch.ended = True
@@ -268,6 +272,8 @@ class FakeBatchServer:
                 body = json.loads(P._openai_ok(b.model, r["answer"], r["tin"], r["tout"]).body)
                 if r["refusal"]:  # message.refusal (https://platform.openai.com/docs/api-reference/chat/object)
                     body["choices"][0]["message"].update(content=None, refusal="I can't help with that.")
+                if r["budget"]:  # finish_reason "length": max tokens reached (same page)
+                    body["choices"][0]["finish_reason"] = "length"
                 line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex, "body": body}
                 line["error"] = None
             elif r["fault"] in ("expired", "cancelled"):
@@ -380,6 +386,8 @@ class FakeBatchServer:
                     msg = json.loads(P._anthropic_ok(batch.model, r["answer"], r["tin"], r["tout"]).body)
                     if r["refusal"]:  # stop_reason "refusal" (Messages API)
                         msg["stop_reason"] = "refusal"
+                    if r["budget"]:  # stop_reason "max_tokens" (Messages API)
+                        msg["stop_reason"] = "max_tokens"
                     result: dict[str, Any] = {"type": "succeeded", "message": msg}
                 elif r["fault"] in ("expired", "cancelled"):
                     result = {"type": "expired" if r["fault"] == "expired" else "canceled"}
@@ -416,6 +424,8 @@ class FakeBatchServer:
                     item["response"] = json.loads(P._gemini_ok(b.model, r["answer"], r["tin"], r["tout"]).body)
                     if r["refusal"]:  # finishReason SAFETY (https://ai.google.dev/api/generate-content#FinishReason)
                         item["response"]["candidates"][0].update(finishReason="SAFETY", content={"role": "model", "parts": []})
+                    if r["budget"]:  # finishReason MAX_TOKENS (same page)
+                        item["response"]["candidates"][0].update(finishReason="MAX_TOKENS", content={"role": "model", "parts": []})
                 else:  # a google.rpc.Status; 13 INTERNAL, 3 INVALID_ARGUMENT
                     item["error"] = {"code": 3 if r["fault"] == "400" else 13, "message": f"injected {r['fault']}"}
                 out.append(item)
