@@ -375,7 +375,7 @@ def test_wait_false_submits_exits_4_and_the_next_run_collects(tmp_path: Path, da
         assert "no pending batches" in listed.stdout
 
 
-def test_sabre_batches_cancel_then_collect_and_resubmit(tmp_path: Path, data: Path) -> None:
+def test_sabre_batches_cancel_then_collect(tmp_path: Path, data: Path) -> None:
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.hold = True
         _write_params(tmp_path, srv.url("openai"), wait=False)
@@ -384,12 +384,12 @@ def test_sabre_batches_cancel_then_collect_and_resubmit(tmp_path: Path, data: Pa
         assert out.returncode == 0, out.stderr
         assert srv.cancels == srv.order and "cancel requested" in out.stdout
         srv.hold = False
-        # the cancelled batch is collected (its requests never ran) and they go out in a new batch
+        # the cancelled batch is collected (its requests never ran): they fail, nothing is re-sent
         again = subprocess.run(_cli(tmp_path, data), cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
-        assert again.returncode == B.PENDING_EXIT_CODE
-        assert len(srv.order) == 2 and len(srv.created()[1].requests) == N
+        assert again.returncode == 3 and "sabre batches --cancel" in again.stderr
+        assert len(srv.order) == 1
     ended = [b.ended for b in B.Ledger(B.ledger_path(journal_path("fake", "context", root=tmp_path))).batches.values()]
-    assert ended == ["cancelled", None]  # the second batch is still pending
+    assert ended == ["cancelled"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -406,11 +406,14 @@ def test_list_and_cancel_pending_batches(tmp_path: Path, data: Path, backend: st
         rows = B.list_batches("m", s, ["context"], journal_dir=tmp_path / "journal", cancel=True)
         assert srv.cancels == srv.order and rows[0]["status"].endswith("cancel requested")
         srv.hold = False
-        with pytest.raises(B.BatchesPending):  # the cancelled requests go out again, in a new batch
+        with pytest.raises(InferenceIncomplete, match="was cancelled"):  # collected; the cancelled ones stop
+            predict(tmp_path, s, data)
+        assert len(srv.order) == 1
+        assert [b.ended for b in ledger(tmp_path).batches.values()] == [{"openai": "cancelled", "anthropic": "ended", "gemini": "JOB_STATE_CANCELLED"}[backend]]
+        assert journal(tmp_path) == {}  # a cancelled request is never an answer
+        with pytest.raises(B.BatchesPending):  # run again: submitted anew
             predict(tmp_path, s, data)
         assert len(srv.order) == 2 and len(srv.created()[1].requests) == N
-        assert [b.ended for b in ledger(tmp_path).batches.values()][0] in ("cancelled", "ended", "JOB_STATE_CANCELLED")
-        assert journal(tmp_path) == {}  # a cancelled request is never an answer
         assert len(B.list_batches("m", s, ["context"], journal_dir=tmp_path / "journal", query=False)) == 1
 
 

@@ -436,6 +436,14 @@ class Ledger:
         """Shards whose creation was started but whose batch id was never recorded."""
         return [b for b in self.batches.values() if b.batch_id is None and b.ended is None]
 
+    def cancel_requested(self, shard: str) -> bool:
+        """Whether ``sabre batches --cancel`` (maybe another process) asked to cancel this batch."""
+        b = self.batches.get(shard)
+        if b is not None and not b.cancel_requested:
+            on_disk = Ledger(self.path).batches.get(shard)
+            b.cancel_requested = bool(on_disk and on_disk.cancel_requested)
+        return bool(b and b.cancel_requested)
+
     def attempts(self, key: str) -> int:
         """How many submitted batches held this request."""
         return sum(1 for b in self.batches.values() if b.batch_id is not None and key in b.keys)
@@ -797,6 +805,7 @@ class BatchEngine:
         seen: set[str] = set()
         wanted = set(b.keys)
         ok = bad = 0
+        stopped = self.ledger.cancel_requested(b.shard)  # the user cancelled it: do not send its requests again
         if not st.failed_whole:
             for key, outcome in self.adapter.results(str(b.batch_id), st):
                 if key not in wanted or key in seen:
@@ -816,6 +825,8 @@ class BatchEngine:
                 message = redact(str(outcome), self._secrets)
                 if outcome.kind == "refusal":  # a moderation rejection of this question: final, journaled
                     self._finalize(key, Completion(text="", outcome=REFUSAL, detail=message), b)
+                elif stopped and outcome.kind in ("cancelled", "expired"):
+                    self._fail(key, f"cancelled: batch {b.batch_id} was cancelled (sabre batches --cancel); run again to submit it anew")
                 elif outcome.retryable:
                     self.retry[key] = f"{outcome.kind}: {message}"
                 else:
@@ -824,6 +835,8 @@ class BatchEngine:
             if key in self.groups and self._journaled(key) is None and not self._failed(key):
                 if st.failed_whole:
                     self._fail(key, f"batch {b.batch_id} {st.status}: {st.message or 'no results'}")
+                elif stopped:
+                    self._fail(key, f"cancelled: batch {b.batch_id} was cancelled (sabre batches --cancel); run again to submit it anew")
                 else:
                     self.retry[key] = f"missing: batch {b.batch_id} ended ({st.status}) without a result for it"
         self.ledger.append({"event": "ended", "shard": b.shard, "batch_id": b.batch_id, "status": st.status, "answered": ok, "errored": bad})
