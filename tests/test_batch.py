@@ -303,6 +303,16 @@ def test_a_request_over_the_limit_fails_with_a_clear_reason(tmp_path: Path, data
     assert srv.order == []
 
 
+def test_the_per_request_limit_is_respected(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sabre_prior.models.batch_anthropic import AnthropicBatch
+
+    monkeypatch.setattr(AnthropicBatch, "max_request_bytes", 2048)  # stands in for the documented 32 MB
+    with FakeBatchServer(expected_key=KEY) as srv:
+        with pytest.raises(InferenceIncomplete, match="over the anthropic batch limit of 2048 bytes"):
+            predict(tmp_path, settings(srv.url("anthropic"), "anthropic"), data)
+    assert srv.order == []
+
+
 # ---------------------------------------------------------------------------
 # kill-safe and resumable
 # ---------------------------------------------------------------------------

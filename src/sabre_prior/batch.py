@@ -759,13 +759,17 @@ class BatchEngine:
     def _submit(self, keys: Sequence[str]) -> None:
         adapter = self.adapter
         lines = [(k, adapter.request_line(k, self.groups[k][0])) for k in keys]
-        shards, too_large = shard(lines, adapter.max_requests, adapter.max_bytes, getattr(adapter, "overhead", 0))
+        per_request = int(getattr(adapter, "max_request_bytes", 0) or 0)
+        fitting = [(k, line) for k, line in lines if not per_request or len(line) <= per_request]
+        shards, too_large = shard(fitting, adapter.max_requests, adapter.max_bytes, getattr(adapter, "overhead", 0))
+        too_large += [k for k, line in lines if per_request and len(line) > per_request]
         for key in too_large:
             size = len(dict(lines)[key])
+            limit = min(x for x in (per_request, adapter.max_bytes) if x)
             self._fail(
                 key,
                 f"bad_request: the request is {size} bytes, over the {adapter.provider} batch limit of "
-                f"{adapter.max_bytes} bytes; set models.{self.backend.name}.image.max_bytes",
+                f"{limit} bytes; set models.{self.backend.name}.image.max_bytes",
             )
         for part in shards:
             shard_id = uuid.uuid4().hex[:16]

@@ -5,7 +5,8 @@ and the SDK (``anthropic/resources/messages/batches.py``,
 ``anthropic/types/messages/message_batch*.py``):
 
 * ``messages.batches.create(requests=[{"custom_id", "params"}])``; a batch
-  holds at most 100,000 requests or 256 MB, whichever comes first;
+  holds at most 100,000 requests or 256 MB, whichever comes first; each
+  request is a Messages request (at most 32 MB);
   ``custom_id`` matches ``^[a-zA-Z0-9_-]{1,64}$`` (our keys are 64 hex digits);
 * ``processing_status`` ``in_progress``, ``canceling``, ``ended``;
   ``request_counts {processing, succeeded, errored, canceled, expired}``
@@ -51,6 +52,8 @@ class AnthropicBatch:
     provider = "anthropic"
     max_requests = 100_000
     max_bytes = 256 * 1000 * 1000
+    #: a Messages API request is at most 32 MB (https://docs.anthropic.com/en/api/overview#request-size-limits)
+    max_request_bytes = 32 * 1000 * 1000
     #: ``{"requests":[`` ... ``]}`` around the entries
     overhead = len('{"requests":[]}')
 

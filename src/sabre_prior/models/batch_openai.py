@@ -50,6 +50,8 @@ class OpenAIBatch:
         self.provider = str(backend.settings.get("provider") or "openai").lower()
         self.max_requests, self.max_bytes = OPENAI_COMPATIBLE_BATCH.get(self.provider, OPENAI_COMPATIBLE_BATCH["openai"])
         self.overhead = 0
+        #: images: "up to 50 MB total payload size per request" (https://platform.openai.com/docs/guides/images-vision)
+        self.max_request_bytes = 50 * 1000 * 1000
         self.client = openai.OpenAI(
             api_key=backend.api_key(), base_url=backend.base_url, max_retries=3, timeout=max(60.0, backend.timeout_s)
         )
