@@ -487,7 +487,7 @@ def test_estimate_shows_both_prices(tmp_path: Path, data: Path) -> None:
     assert est.batch_cost_expected == pytest.approx(est.cost_expected / 2, abs=1e-6)  # type: ignore[operator]
     text = format_estimates([est])
     assert "batch USD (exp/max)" in text and "runs in batch mode" in text
-    assert f"{est.batch_cost_expected:.4f}/{est.batch_cost_max:.4f} *" in text
+    assert f"{est.batch_cost_expected:.4f}/{est.batch_cost_max:.4f} b" in text
 
 
 # ---------------------------------------------------------------------------

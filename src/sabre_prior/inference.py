@@ -300,6 +300,10 @@ class Estimate:
     cost_max: float | None
     key_env: str | None = None
     key_set: bool | None = None
+    #: the request leaves reasoning / thinking on: expect the whole output budget per call
+    reasoning: bool = False
+    #: cost at the bound with every call retried once as a spent-budget empty answer
+    cost_allowance: float | None = None
     batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.batch)
     batch_cost_max: float | None = None
     batch: bool = False  # the model runs in batch mode
@@ -316,9 +320,12 @@ def estimate_split(
 ) -> Estimate:
     """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
 
-    Makes no call and needs no key.  Input tokens follow the providers' rules of
-    thumb for images plus about four characters per text token; output tokens
-    are given as expected (a short answer) and as the ``max_output_tokens`` bound.
+    Makes no call and needs no key.  Input tokens follow each provider's documented
+    image-token rule (:func:`~sabre_prior.models.base.estimate_image_tokens`) plus
+    about four characters per text token; output tokens are given as expected (a
+    short answer, or the whole budget for a model that may reason) and as the
+    ``max_output_tokens`` bound.  The allowance adds ``empty_budget_retries``
+    billed retries of every call at the bound.
     """
     import os
 
@@ -335,9 +342,11 @@ def estimate_split(
     calls = list(todo.values())
     max_out = int(settings.get("max_output_tokens", 64))
     input_tokens = sum(i.est_tokens for i in calls)
-    expected_out = len(calls) * min(max_out, EXPECTED_OUTPUT_TOKENS)
+    may_reason = bool(getattr(backend, "may_reason", lambda: False)())
+    expected_out = len(calls) * (max_out if may_reason else min(max_out, EXPECTED_OUTPUT_TOKENS))
     bound_out = len(calls) * max_out
     prices = Prices.from_settings(settings, model)
+    retries = 1 + int(settings.get("empty_budget_retries", 1)) if not offline else 1
     key_env = settings.get("api_key_env")
     bprices = batch_prices(settings, model) if _batch_capable(model, settings) else None
     return Estimate(
@@ -354,6 +363,8 @@ def estimate_split(
         cost_max=prices.cost(input_tokens, bound_out) if prices else None,
         key_env=key_env,
         key_set=bool(os.environ.get(key_env, "").strip()) if key_env else None,
+        reasoning=may_reason,
+        cost_allowance=prices.cost(input_tokens * retries, bound_out * retries) if prices else None,
         batch_cost_expected=bprices.cost(input_tokens, expected_out) if bprices else None,
         batch_cost_max=bprices.cost(input_tokens, bound_out) if bprices else None,
         batch=BatchSettings.from_settings(settings, model).enabled,
@@ -374,9 +385,18 @@ def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
 def format_estimates(estimates: list[Estimate]) -> str:
     """A plain-text table of estimates with totals."""
     header = (
-        "model", "split", "backend", "questions", "journal", "to call", "input tok", "output tok (exp/max)",
-        "cost USD (exp/max)", "batch USD (exp/max)",
-    )  # fmt: skip
+        "model",
+        "split",
+        "backend",
+        "questions",
+        "journal",
+        "to call",
+        "input tok",
+        "output tok (exp/max)",
+        "cost USD (exp/max)",
+        "with retries",
+        "batch USD (exp/max)",
+    )
     rows: list[tuple[str, ...]] = []
 
     def money(v: float | None) -> str:
@@ -392,14 +412,16 @@ def format_estimates(estimates: list[Estimate]) -> str:
                 str(e.cached),
                 str(e.to_call),
                 str(e.input_tokens),
-                f"{e.output_tokens_expected}/{e.output_tokens_max}",
+                f"{e.output_tokens_expected}/{e.output_tokens_max}" + (" *" if e.reasoning and e.to_call else ""),
                 f"{money(e.cost_expected)}/{money(e.cost_max)}",
-                f"{money(e.batch_cost_expected)}/{money(e.batch_cost_max)}{' *' if e.batch else ''}",
+                money(e.cost_allowance),
+                f"{money(e.batch_cost_expected)}/{money(e.batch_cost_max)}{' b' if e.batch else ''}",
             )
         )
     priced = [e for e in estimates if e.cost_expected is not None]
     total_exp = sum(e.cost_expected or 0.0 for e in priced) if priced else None
     total_max = sum(e.cost_max or 0.0 for e in priced) if priced else None
+    total_allow = sum(e.cost_allowance or 0.0 for e in priced) if priced else None
     rows.append(
         (
             "total",
@@ -411,6 +433,7 @@ def format_estimates(estimates: list[Estimate]) -> str:
             str(sum(e.input_tokens for e in estimates)),
             f"{sum(e.output_tokens_expected for e in estimates)}/{sum(e.output_tokens_max for e in estimates)}",
             f"{money(total_exp)}/{money(total_max)}",
+            money(total_allow),
             _batch_total(estimates, money),
         )
     )
@@ -422,7 +445,17 @@ def format_estimates(estimates: list[Estimate]) -> str:
         lines.append("")
         lines.append("keys not set yet: " + ", ".join(missing))
     if any(e.batch for e in estimates):
-        lines.append("* runs in batch mode (batch: true): the batch price applies")
+        lines.append("b: runs in batch mode (batch: true): the batch price applies")
+    reasoning = sorted({e.model for e in estimates if e.reasoning and e.to_call})
+    if reasoning:
+        lines.append(
+            "* reasoning / thinking not switched off (" + ", ".join(reasoning) + "): "
+            "expected output is the whole max_output_tokens budget per call"
+        )
+    lines.append(
+        "with retries: the max bound with every call retried as a budget-spent empty answer "
+        "(empty_budget_retries, default 1); refusals and failed attempts are billed too"
+    )
     unpriced = sorted({e.model for e in estimates if e.cost_expected is None and e.to_call})
     if unpriced:
         lines.append("no prices in params (cost n/a): " + ", ".join(unpriced))

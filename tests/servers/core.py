@@ -103,11 +103,14 @@ class Rule:
     first_attempts: int = 1  # fail the first n attempts of each matching key
     fraction: float = 1.0  # deterministic share of keys the rule applies to
     keys: frozenset[str] | None = None
+    models: frozenset[str] | None = None  # only requests for these model ids
 
-    def applies(self, key: str, attempt: int) -> bool:
+    def applies(self, key: str, attempt: int, model: str = "") -> bool:
         if attempt > self.first_attempts:
             return False
         if self.keys is not None and key not in self.keys:
+            return False
+        if self.models is not None and model not in self.models:
             return False
         return int(key[:8], 16) / 0xFFFFFFFF < self.fraction
 
@@ -147,6 +150,8 @@ class FakeServer:
     #: ``reasoning_apart``, as xAI reports them; Gemini: thoughtsTokenCount); billed as output
     reasoning_tokens: int = 0
     reasoning_apart: bool = False
+    #: per model id: (reasoning tokens, reported apart), overriding the two settings above
+    reasoning_by_model: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
@@ -154,15 +159,23 @@ class FakeServer:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._attempts: Counter[str] = Counter()
+        self._attempts: Counter[tuple[str, str]] = Counter()  # (content key, model id) -> attempts
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
 
     # -- configuration --------------------------------------------------------------
-    def add_fault(self, kind: str, *, first_attempts: int = 1, fraction: float = 1.0, keys=None, **kw: Any) -> Rule:
-        rule = Rule(Fault(kind, **kw), first_attempts, fraction, None if keys is None else frozenset(keys))
+    def add_fault(
+        self, kind: str, *, first_attempts: int = 1, fraction: float = 1.0, keys=None, models=None, **kw: Any
+    ) -> Rule:
+        rule = Rule(
+            Fault(kind, **kw),
+            first_attempts,
+            fraction,
+            None if keys is None else frozenset(keys),
+            None if models is None else frozenset(models),
+        )
         self.rules.append(rule)
         return rule
 
@@ -259,23 +272,24 @@ class FakeServer:
             call.model = model
             call.key = content_key(text, image)
             with self._lock:
-                self._attempts[call.key] += 1
-                call.attempt = self._attempts[call.key]
+                self._attempts[(call.key, model)] += 1
+                call.attempt = self._attempts[(call.key, model)]
             if self.latency:
                 await asyncio.sleep(self.latency)
             if self.expected_key is not None and call.api_key != self.expected_key:
                 call.status, call.fault = 401, "401"
                 quoted = f": {call.api_key}" if self.echo_key_in_errors else ""
                 return proto.error(401, f"invalid API key{quoted}")
-            fault = next((r.fault for r in self.rules if r.applies(call.key, call.attempt)), None)
+            fault = next((r.fault for r in self.rules if r.applies(call.key, call.attempt, model)), None)
             if fault is not None:
                 call.fault = fault.kind
                 return await self._fault(request, proto, fault, call, model, text)
             answer = self.answer(text, image)
             call.input_tokens, call.output_tokens = fake_usage(text, answer)
             call.answer = answer
-            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens, **self._reasoning())
-            call.output_tokens += self.reasoning_tokens
+            reasoning = self._reasoning(model)
+            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens, **reasoning)
+            call.output_tokens += reasoning.get("reasoning", 0)
             call.status = 200
             return resp
         finally:
@@ -283,15 +297,19 @@ class FakeServer:
             with self._lock:
                 self.in_flight -= 1
 
-    def _reasoning(self) -> dict[str, Any]:
-        return {"reasoning": self.reasoning_tokens, "apart": self.reasoning_apart} if self.reasoning_tokens else {}
+    def _reasoning(self, model: str = "") -> dict[str, Any]:
+        tokens, apart = self.reasoning_by_model.get(model, (self.reasoning_tokens, self.reasoning_apart))
+        return {"reasoning": tokens, "apart": apart} if tokens else {}
 
     async def _fault(
         self, request: web.Request, proto: P.Protocol, fault: Fault, call: Call, model: str, text: str
     ) -> web.StreamResponse:
         kind = fault.kind
         if kind in P.DOCUMENTED_FAULTS:
-            status, resp, billed = P.documented_fault(proto.name, kind, model, text, fault.retry_after, fault.variant)
+            apart = bool(self._reasoning(model).get("apart", self.reasoning_apart))
+            status, resp, billed = P.documented_fault(
+                proto.name, kind, model, text, fault.retry_after, fault.variant, apart
+            )
             call.status = status
             call.input_tokens, call.output_tokens = billed
             return resp
@@ -310,8 +328,9 @@ class FakeServer:
         if kind == "empty":
             call.status = 200
             call.input_tokens, call.output_tokens = fake_usage(text, "")
-            resp = proto.ok(model, "", call.input_tokens, call.output_tokens, **self._reasoning())
-            call.output_tokens += self.reasoning_tokens
+            reasoning = self._reasoning(model)
+            resp = proto.ok(model, "", call.input_tokens, call.output_tokens, **reasoning)
+            call.output_tokens += reasoning.get("reasoning", 0)
             return resp
         # disconnect: drop the connection without an answer
         assert request.transport is not None

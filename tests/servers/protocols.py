@@ -200,9 +200,12 @@ def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None
 
 
 def documented_fault(
-    protocol: str, kind: str, model: str, text: str, wait: float | None, variant: str = ""
+    protocol: str, kind: str, model: str, text: str, wait: float | None, variant: str = "", apart: bool = False
 ) -> tuple[int, web.Response, tuple[int, int]]:
-    """(status, response, billed (input, output) tokens) of one documented provider behaviour."""
+    """(status, response, billed (input, output) tokens) of one documented provider behaviour.
+
+    ``apart``: the model reports reasoning tokens apart from completion_tokens (xAI).
+    """
     tin = 85 + len(text) // 4
     wait = 0.3 if wait is None else wait
     if kind == "refusal":
@@ -244,7 +247,8 @@ def documented_fault(
         # the whole budget spent (on reasoning) and no text: OpenAI finish_reason length, Anthropic
         # stop_reason max_tokens, Gemini finishReason MAX_TOKENS (references above)
         if protocol == "openai":
-            return 200, _json(_openai_body(model, "", tin, 0, finish="length", reasoning=MAX_TOKENS)), (tin, MAX_TOKENS)
+            body = _openai_body(model, "", tin, 0, finish="length", reasoning=MAX_TOKENS, apart=apart)
+            return 200, _json(body), (tin, MAX_TOKENS)
         if protocol == "anthropic":
             return 200, _json(_anthropic_body(model, "", tin, MAX_TOKENS, stop="max_tokens")), (tin, MAX_TOKENS)
         return 200, _json(_gemini_body(model, "", tin, 0, finish="MAX_TOKENS", thoughts=MAX_TOKENS)), (tin, MAX_TOKENS)

@@ -41,6 +41,9 @@ class AnthropicBackend(ApiBackend):
         self.thinking_budget: int | None = budget
         self.reasoning_effort = settings.get("reasoning_effort")
 
+    def may_reason(self) -> bool:
+        return self.thinking_budget != 0 and self.thinking_budget is not None
+
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
         out.update(thinking_budget=self.thinking_budget, reasoning_effort=self.reasoning_effort)

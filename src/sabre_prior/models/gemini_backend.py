@@ -55,6 +55,9 @@ class GeminiBackend(ApiBackend):
             raise ConfigError(f"models.{name}.reasoning_effort must be minimal, low, medium, high or xhigh for Gemini")
         self.reasoning_effort: str | None = None if effort is None else str(effort).upper()
 
+    def may_reason(self) -> bool:
+        return self.thinking_budget != 0  # Gemini 3 models think at every thinking_level
+
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
         out.update(thinking_budget=self.thinking_budget, reasoning_effort=self.reasoning_effort)

@@ -70,6 +70,12 @@ class OpenAIBackend(ApiBackend):
             raise ConfigError(f"models.{name}: thinking_budget is not an OpenAI setting; use reasoning_effort")
         self._raw_post: bool | None = None  # None: not checked yet
 
+    def may_reason(self) -> bool:
+        off = self.reasoning_effort == "none" or self.extra_body.get("enable_thinking") is False
+        thinking = self.extra_body.get("thinking")
+        off = off or (isinstance(thinking, Mapping) and thinking.get("type") == "disabled")
+        return not off
+
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
         out.update(
