@@ -438,8 +438,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
         )
     )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     missing = sorted({f"{e.key_env} (for {e.model})" for e in estimates if e.key_set is False and e.to_call})
     if missing:
         lines.append("")
