@@ -184,3 +184,29 @@ def test_a_rerun_sends_nothing_again(presets: dict[str, Any]) -> None:
     _ok(presets["first"])
     _ok(presets["rerun"])
     assert len(presets["server"].calls) == presets["calls_after_first"], "a re-run re-sent a refused or answered question"
+
+
+def test_quota_errors_stop_each_preset_within_concurrency_plus_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of quota / billing at every provider: each job stops at once with the provider's message."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    project = copy_project(tmp_path / "project")
+    write_split(project / "data" / "parquet" / "language.parquet", "language", N)
+    paper = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())["models"]
+    concurrency = 2
+    with FakeServer(latency=0.05, expected_key=KEY) as server:
+        server.add_fault("quota", first_attempts=100)
+        for name, (protocol, _, _) in REFUSALS.items():
+            paper[name].update(base_url=server.url(protocol), api_key_env=KEY_ENV, concurrency=concurrency, timeout_s=5)
+        params = yaml.safe_load((project / "params.yaml").read_text())
+        params["splits"], params["models"] = ["language"], paper
+        (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        targets = [f"results/predictions/{m}/language.jsonl" for m in paper]
+        proc = snakemake([*targets, "--cores", "4", "--keep-going"], project, check=False, timeout=600)
+        assert proc.returncode != 0
+        per_model = {m: sum(1 for c in server.calls if c.model == paper[m]["model_id"]) for m in paper}
+    assert all(1 <= n <= concurrency + 1 for n in per_model.values()), per_model
+    for name, (protocol, _, _) in REFUSALS.items():
+        log = (project / "results" / "logs" / "predict" / name / "language.log").read_text()
+        message = {"openai": "exceeded your current quota", "anthropic": "credit balance", "gemini": "permission"}[protocol]
+        assert "account" in log and message in log, f"{name}: {log[-1500:]}"
+        assert not (project / "results" / "predictions" / name / "language.jsonl").exists()
