@@ -501,3 +501,23 @@ def test_cli_subprocess_warning_and_error(bench: tuple[Path, Path], tmp_path: Pa
     assert f"{bad}:2: duplicate id 'attribute_001'" in failed.stderr
     assert "Traceback" not in failed.stderr
     assert not (tmp_path / "other.json").exists()
+
+
+def test_refused_questions_are_counted_beside_missing(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    """A refused question has no prediction (missing, wrong); the usage summary says which were refused."""
+    data_dir, pred_dir = bench
+    rows = _rows("attribute")
+    refused = [rows[0]["id"]]
+    write_preds(pred_dir, "attribute", [json.dumps({"id": r["id"], "prediction": r["answer"]}) for r in rows[1:]])
+    usage_dir = tmp_path / "usage"
+    usage_dir.mkdir()
+    (usage_dir / "attribute.json").write_text(json.dumps({"refused_ids": {refused[0]: "finish_reason content_filter"}}))
+    (usage_dir / "language.json").write_text(json.dumps({"refused_ids": {}}))
+    metrics = evaluate_predictions(
+        pred_dir, data_dir, tmp_path / "m.json", splits=["attribute", "language"], usage_dir=usage_dir
+    )
+    assert metrics["attribute"]["missing"] == 1 and metrics["attribute"]["refused"] == 1
+    assert metrics["attribute"]["correct"] == len(rows) - 1  # the refused question counts as wrong
+    assert metrics["language"]["refused"] == 0
+    with pytest.raises(DataError, match="usage summary not found"):
+        evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["context"], usage_dir=usage_dir)

@@ -131,7 +131,7 @@ def test_estimate_then_predict_then_estimate(project: Path, server: FakeServer, 
     assert total[1:4] == ["26", "0", "13"]  # both models' questions; only the API model's calls
 
     assert cli.main(["predict", "--model", "fake", "--split", "context", "--no-progress"]) == 0
-    assert "8 answered (0 from the journal, 8 calls, 0 retries)" in capsys.readouterr().out
+    assert "8 answered (0 from the journal, 8 calls, 0 retries), 0 refused" in capsys.readouterr().out
     assert (project / "results/usage/fake/context.json").is_file()
     assert (project / "results/logs/usage/fake/context.json").is_file()
     assert (project / ".sabre/journal/fake/context.jsonl").is_file()
@@ -181,3 +181,33 @@ def test_paper_preset_has_the_six_models() -> None:
         backend = create_backend(model, settings)  # every setting understood by its backend
         assert isinstance(backend, ApiBackend) and backend.max_output_tokens == 64
         assert settings["api_key_env"].endswith("_API_KEY") and "prices" in settings
+
+
+def test_estimate_uses_each_providers_image_rule_and_shows_allowances(tmp_path: Path) -> None:
+    """The paper presets on photo-sized images: provider image rules, reasoning and retry allowances."""
+
+    from sabre_prior.inference import estimate_split, format_estimates
+    from sabre_prior.models.base import estimate_image_tokens
+    from tests.servers.dataset import write_split
+
+    data = tmp_path / "context.parquet"
+    write_split(data, "context", 4, image_size=(1400, 939))
+    paper = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "paper.yaml").read_text())["models"]
+    est = {m: estimate_split(m, s, "context", data, journal_dir=tmp_path / "j") for m, s in paper.items()}
+    per_image = {m: e.input_tokens / e.to_call for m, e in est.items()}
+    # OpenAI tiles (1145x768 after scaling: 3x2 tiles of 512, + 85), Anthropic w*h/750 (at most ~1,600),
+    # Qwen one token per 32x32 pixels: three different counts for the same image
+    assert estimate_image_tokens("openai", 1400, 939) == 85 + 170 * 6
+    assert estimate_image_tokens("anthropic", 1400, 939) == 1600  # 1400*939/750 = 1753: scaled down to ~1,600
+    assert estimate_image_tokens("anthropic", 1000, 1000) == round(1000 * 1000 / 750)
+    assert estimate_image_tokens("alibaba", 1400, 939) == 44 * 30 + 2
+    assert per_image["qwen-3.5"] - per_image["gpt-5.4"] == (44 * 30 + 2) - 1105  # not OpenAI's rule for a compatible endpoint
+    assert per_image["grok-4.3"] != per_image["gpt-5.4"]
+    # Gemini 3 cannot switch thinking off: the whole budget is expected; the others switch it off
+    assert est["gemini-3.5"].reasoning and est["gemini-3.5"].output_tokens_expected == 4 * 64
+    assert not any(est[m].reasoning for m in ("claude-4.6", "kimi-k2.6", "qwen-3.5", "gpt-5.4", "grok-4.3"))
+    e = est["gpt-5.4"]
+    assert e.cost_allowance is not None and e.cost_max is not None
+    assert e.cost_allowance == pytest.approx(2 * e.cost_max, rel=1e-3)  # one budget-spent retry per call
+    text = format_estimates(list(est.values()))
+    assert "with retries" in text and "gemini-3.5" in text.split("* reasoning")[1]

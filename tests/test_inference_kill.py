@@ -111,4 +111,4 @@ def test_sigkill_midway_then_rerun(tmp_path: Path) -> None:
         assert run_log["cached"] == done_at_kill and run_log["calls"] == N - done_at_kill
         log_text = (project / "results/logs/predict/fake/context.log").read_text()
         assert f"{done_at_kill} from the journal" in log_text
-        assert "fake/context: 100%|" in log_text and "failed=0, retries=0" in log_text  # the progress bar
+        assert "fake/context: 100%|" in log_text and "failed=0, refused=0, retries=0" in log_text  # the progress bar

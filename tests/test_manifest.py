@@ -104,6 +104,8 @@ def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir:
     assert m["data"]["context"]["rows"] == 4 and m["data"]["attribute"]["rows"] == 3
     assert m["data"]["context"]["columns"] == ["id", "answer"]
     assert m["data"]["context"]["sha256"] == hashlib.sha256((run_dir / "data/parquet/context.parquet").read_bytes()).hexdigest()
+    decoding = m["models"]["gpt"].pop("decoding")  # what the API model is asked for, as sent
+    assert decoding["temperature"] == 0.0 and decoding["max_output_tokens"] == 64
     assert m["models"] == {
         "gpt": {"backend": "openai", "model_id": "gpt-x-2026"},
         "rand": {"backend": "baseline", "model_id": "baseline/random"},

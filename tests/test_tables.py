@@ -402,3 +402,16 @@ def test_tables_bytes_identical_across_processes(tmp_path: Path) -> None:
         )
     for name in ("main_results.md", "main_results.csv", "main_results.tex"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_refused_questions_are_in_the_footnote(tmp_path: Path) -> None:
+    params = write_paper_fixture(tmp_path)
+    path = tmp_path / "metrics" / "claude.json"
+    doc = json.loads(path.read_text())
+    doc["context"]["refused"], doc["language"]["refused"] = 2, 1
+    path.write_text(json.dumps(doc))
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    md = (tmp_path / "out" / "main_results.md").read_text(encoding="utf-8")
+    assert "refused by the provider (no answer, counted as wrong): Claude 4.6 3 (context 2, language 1)." in md
+    assert "Kimi-k2.6 " not in md.split("refused by the provider")[1]
+    assert "Claude 4.6 3 (context 2, language 1)" in (tmp_path / "out" / "main_results.tex").read_text()

@@ -93,10 +93,11 @@ def _predict(args: argparse.Namespace) -> int:
         template=template,
         progress=not args.no_progress,
         usage_output=Path(args.usage) if args.usage else None,
+        retry_refusals=args.retry_refusals,
     )
     print(
         f"{args.model}/{args.split}: {run.answered} answered ({run.cached} from the journal, "
-        f"{run.calls} calls, {run.retries} retries) -> {output}"
+        f"{run.calls} calls, {run.retries} retries), {len(run.refused)} refused -> {output}"
     )
     return 0
 
@@ -111,6 +112,11 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
         "--usage", help="usage summary to write (default: results/usage/<model>/<split>.json)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--retry-refusals",
+        action="store_true",
+        help="send again the questions the provider refused in an earlier run (refusals are final otherwise)",
+    )
     add_params(p)
     p.set_defaults(func=_predict)
 
@@ -147,6 +153,30 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------
+# batches (provider batch APIs)
+# ---------------------------------------------------------------------------
+def _batches(args: argparse.Namespace) -> int:
+    from .batch import format_batches, list_batches
+    from .config import load_params, model_settings
+
+    params = load_params(args.params)
+    splits = args.splits or list(params["splits"])
+    rows = list_batches(args.model, model_settings(params, args.model, args.params), splits, cancel=args.cancel, query=not args.offline)
+    print(format_batches(args.model, rows))
+    return 0
+
+
+def _p_batches(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("batches", help="list a model's pending provider batches with their status; --cancel cancels them")
+    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--cancel", action="store_true", help="cancel every pending batch (its finished answers are still collected)")
+    p.add_argument("--offline", action="store_true", help="list from the ledger only, without asking the provider")
+    add_params(p)
+    p.set_defaults(func=_batches)
+
+
+# ---------------------------------------------------------------------------
 # evaluate
 # ---------------------------------------------------------------------------
 def _evaluate(args: argparse.Namespace) -> int:
@@ -163,6 +193,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.output),
         splits=splits or list(C.SPLITS),
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        usage_dir=Path(args.usage) if args.usage else None,
     )
     print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
     return 0
@@ -176,6 +207,10 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--trace-dir",
         help="where per-question traces <split>.jsonl go (default: beside --output, in <output stem>.traces/)",
+    )
+    p.add_argument(
+        "--usage",
+        help="directory of <split>.json usage summaries (from sabre predict): count refused questions in `refused`",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")
@@ -263,6 +298,7 @@ REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [
     _p_fetch,
     _p_predict,
     _p_estimate,
+    _p_batches,
     _p_evaluate,
     _p_tables,
     _p_figures,

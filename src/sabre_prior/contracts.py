@@ -123,6 +123,7 @@ TRACE_KEYS: Final[tuple[str, ...]] = (
 # {
 #   "<split>": {"accuracy": float 0-1, "correct": int, "total": int,
 #               "missing": int,
+#               "refused": int,  # (with usage summaries) questions the provider refused: no prediction
 #               # context/texture only:
 #               "question_accuracy": float, "probe_accuracy": {probe: float}},
 #   ...,
@@ -132,6 +133,7 @@ M_ACCURACY: Final = "accuracy"
 M_CORRECT: Final = "correct"
 M_TOTAL: Final = "total"
 M_MISSING: Final = "missing"
+M_REFUSED: Final = "refused"
 M_QUESTION_ACCURACY: Final = "question_accuracy"
 M_PROBE_ACCURACY: Final = "probe_accuracy"
 M_MACRO: Final = "macro_accuracy"

@@ -9,15 +9,25 @@ the rest through the backend:
   (requests and tokens per minute, adaptive back-off on 429), a timeout per
   attempt, and retries with exponential back-off and jitter on 429, 5xx,
   timeouts, connection errors, malformed responses and empty answers,
-  honouring ``Retry-After``.  Non-retryable errors fail the question at once;
-  an authentication error or an unknown model (or a bad request before any
-  call succeeded) stops the run early with the provider's message;
+  honouring every documented wait signal (:mod:`sabre_prior.outcomes`).
+  Non-retryable errors fail the question at once; an authentication or
+  account error (no quota, billing, permission), an unknown model, or a bad
+  request before any call succeeded stops the run early with the provider's
+  message;
 * batch backends (``Backend.complete_batch``, local models): chunks of
   ``batch_size``, retried on a retryable :class:`CallError`.
 
-Every success is appended to the journal as it arrives.  A failure is never an
-answer: it is returned with its reason in :attr:`EngineResult.failures`.
-Identical requests (same key) are sent once.
+Outcomes (:mod:`sabre_prior.outcomes`): an *answer* is journaled and returned;
+a *refusal* (content filter, safety stop, refusal field or stop reason, blocked
+prompt, moderation 400) is journaled as final for that question, returned in
+:attr:`EngineResult.refusals` and never re-sent (unless ``retry_refusals``); it
+never stops the rest of the run.  An *empty* answer whose finish reason says
+the token budget ran out is retried at most ``empty_budget_retries`` times,
+then stored as the (empty) answer; an empty answer with a normal stop is
+retried at most ``empty_retries`` times, then the question fails.  A failure
+is never an answer: it is returned with its reason in
+:attr:`EngineResult.failures`, and what its attempts were billed is journaled
+(never as a result).  Identical requests (same key) are sent once.
 """
 
 from __future__ import annotations
@@ -31,8 +41,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Sized
 
 from .errors import ConfigError
-from .journal import Journal
+from .journal import Journal, is_refusal
 from .models.base import Backend, CallError, Completion, Query
+from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
 from .ratelimit import RateLimiter
 from .usage import RunStats
 
@@ -56,10 +67,19 @@ class EngineSettings:
     tokens_per_minute: float | None = None
     batch_size: int = 16
     retry_empty: bool = True
+    #: retries of an empty answer whose finish reason says the token budget ran out
+    empty_budget_retries: int = 1
+    #: retries of an empty answer with a normal stop
+    empty_retries: int = 2
+    #: send again the questions the journal holds as refused
+    retry_refusals: bool = False
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], model: str = "?", *, kind: str = "api") -> "EngineSettings":
-        """Read ``concurrency``, ``max_attempts``, ``timeout_s``, ``backoff_*``, ``rate_limits``, ``batch_size``."""
+    def from_settings(
+        cls, settings: Mapping[str, Any], model: str = "?", *, kind: str = "api", retry_refusals: bool = False
+    ) -> "EngineSettings":
+        """Read ``concurrency``, ``max_attempts``, ``timeout_s``, ``backoff_*``, ``rate_limits``, ``batch_size``,
+        ``empty_budget_retries``, ``empty_retries``, ``retry_refusals``."""
 
         def number(key: str, default: float, *, integer: bool = False, minimum: float = 0.0) -> Any:
             v = settings.get(key, default)
@@ -90,7 +110,17 @@ class EngineSettings:
             tokens_per_minute=rl["tokens_per_minute"],
             batch_size=number("batch_size", 16, integer=True, minimum=1),
             retry_empty=kind == "api",
+            empty_budget_retries=number("empty_budget_retries", 1, integer=True),
+            empty_retries=number("empty_retries", 2, integer=True),
+            retry_refusals=retry_refusals or _flag(settings, "retry_refusals", model),
         )
+
+
+def _flag(settings: Mapping[str, Any], key: str, model: str) -> bool:
+    v = settings.get(key, False)
+    if not isinstance(v, bool):
+        raise ConfigError(f"models.{model}.{key} must be true or false, got {v!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -109,6 +139,8 @@ class EngineResult:
     records: dict[str, dict[str, Any]]  # question id -> journal record behind the answer
     failures: dict[str, str]  # question id -> reason
     stats: RunStats
+    refusals: dict[str, dict[str, Any]] = field(default_factory=dict)  # question id -> refusal record
+    spent: list[dict[str, Any]] = field(default_factory=list)  # journaled spend of failed questions
     aborted: str | None = None  # set when a fatal error stopped the run
     wall_s: float = 0.0
 
@@ -144,7 +176,7 @@ class _Progress:
     def postfix(self) -> None:
         if self.bar is not None:
             s = self.stats
-            self.bar.set_postfix(cached=s.cached, retries=s.retries, failed=s.failures, refresh=False)
+            self.bar.set_postfix(cached=s.cached, retries=s.retries, refused=s.refusals, failed=s.failures, refresh=False)
 
     def update(self, n: int, *, changed: bool = False) -> None:
         if self.bar is not None:
@@ -184,6 +216,8 @@ class Engine:
         self._answers: dict[str, str] = {}
         self._records: dict[str, dict[str, Any]] = {}
         self._failures: dict[str, str] = {}
+        self._refusals: dict[str, dict[str, Any]] = {}
+        self._spent: list[dict[str, Any]] = []
         self._abort: str | None = None
         self._successes = 0
         self._groups: dict[str, list[WorkItem]] = {}
@@ -221,6 +255,8 @@ class Engine:
             stats=self.stats,
             aborted=self._abort,
             wall_s=time.perf_counter() - t0,
+            refusals=self._refusals,
+            spent=self._spent,
         )
 
     # -- shared bookkeeping -------------------------------------------------------------
@@ -241,6 +277,10 @@ class Engine:
         group = [item]
         self._groups[item.key] = group
         rec = self.journal.get(item.key) if self.journal is not None else None
+        if self.journal is not None:
+            self._spent.extend(self.journal.spent(item.key))
+        if rec is not None and self.s.retry_refusals and is_refusal(rec):
+            rec = None  # asked to send refused questions again
         if rec is not None:
             self._key_record[item.key] = rec
             self._assign(group, rec)
@@ -254,39 +294,80 @@ class Engine:
             self._progress.update(n, changed=changed)
 
     def _assign(self, group: Sequence[WorkItem], record: dict[str, Any]) -> None:
+        if is_refusal(record):
+            for item in group:
+                self._refusals[item.query.id] = record
+            self.stats.refusals += len(group)
+            return
         for item in group:
             self._answers[item.query.id] = record["text"]
             self._records[item.query.id] = record
 
     def _succeed(
-        self, group: Sequence[WorkItem], completion: Completion, *, latency: float, attempts: int, rejected: int
+        self,
+        group: Sequence[WorkItem],
+        completion: Completion,
+        *,
+        latency: float,
+        attempts: int,
+        rejected: int,
+        rejected_input: int = 0,
     ) -> None:
+        """Journal a final response (an answer, an empty answer kept as such, or a refusal)."""
         item = group[0]
         record: dict[str, Any] = {
             "key": item.key,
             "id": item.query.id,
             "split": item.query.split,
             **self.journal_fields,
-            "text": completion.text,
+            "text": completion.text if completion.outcome != REFUSAL else "",
+            "outcome": completion.outcome,
             "input_tokens": completion.input_tokens,
             "output_tokens": completion.output_tokens,
             "finish_reason": completion.finish_reason,
             "attempts": attempts,
             "retries": attempts - 1,
+            "rejected_input_tokens": rejected_input,
             "rejected_output_tokens": rejected,
             "latency_s": round(latency, 4),
             "image": dict(item.image),
         }
+        if completion.detail:
+            record["detail"] = redact(completion.detail, self._secrets)
         if completion.extra:
             record["extra"] = completion.extra
         if self.journal is not None:
             record = self.journal.append(record)
         self._key_record[item.key] = record
         self._assign(group, record)
-        self._successes += 1
+        if completion.outcome == REFUSAL:
+            log.warning("%s: %s refused (%s)", self.desc, ", ".join(i.query.id for i in group), record.get("detail"))
+        else:
+            self._successes += 1
         self.stats.calls += 1
         self.stats.latencies.append(latency)
-        self._progress_update(len(group))
+        self._progress_update(len(group), changed=completion.outcome == REFUSAL)
+
+    def _record_spend(self, group: Sequence[WorkItem], attempts: int, tokens_in: int, tokens_out: int, reason: str) -> None:
+        """Journal what a failed question's attempts were billed (never read back as a result)."""
+        if not (tokens_in or tokens_out):
+            return
+        item = group[0]
+        record: dict[str, Any] = {
+            "key": item.key,
+            "id": item.query.id,
+            "split": item.query.split,
+            **self.journal_fields,
+            "text": "",
+            "outcome": FAILURE,
+            "detail": reason,
+            "attempts": attempts,
+            "rejected_input_tokens": tokens_in,
+            "rejected_output_tokens": tokens_out,
+        }
+        if self.journal is not None:
+            record = self.journal.append(record)
+        self._spent.append(record)
 
     def _fail(self, group: Sequence[WorkItem], reason: str) -> None:
         reason = redact(reason, self._secrets)
@@ -358,11 +439,13 @@ class Engine:
 
     async def _call(self, group: list[WorkItem], limiter: RateLimiter) -> None:
         item = group[0]
-        rejected = 0
+        rejected = rejected_in = 0  # tokens of attempts rejected (empty answers), still billed
+        empty_budget = empty_stop = 0
         attempt = 0
         while True:
             attempt += 1
             if self._abort is not None:
+                self._record_spend(group, attempt - 1, rejected_in, rejected, f"not attempted: {self._abort}")
                 self._fail(group, f"not attempted: {self._abort}")
                 return
             async with limiter.slot(item.est_tokens):
@@ -370,10 +453,25 @@ class Engine:
                 self.stats.attempts += 1
                 try:
                     completion = await self._attempt(item.query)
-                    if self.s.retry_empty and not completion.text.strip():
-                        rejected += completion.output_tokens or 0
-                        raise CallError("empty answer", retryable=True, kind="empty")
                     err = None
+                    if self.s.retry_empty and completion.outcome != REFUSAL and not completion.text.strip():
+                        completion.outcome = EMPTY
+                        if budget_spent(completion.finish_reason):
+                            empty_budget += 1
+                            if empty_budget > self.s.empty_budget_retries:  # the model's answer under the budget
+                                completion.detail = "token budget spent"
+                            else:
+                                err = CallError("empty answer (token budget spent)", retryable=True, kind="empty")
+                        else:
+                            empty_stop += 1
+                            err = CallError(
+                                f"empty answer (finish reason {completion.finish_reason})", retryable=True, kind="empty"
+                            )
+                            if empty_stop > self.s.empty_retries:
+                                err.retryable = False
+                        if err is not None:
+                            rejected += completion.output_tokens or 0
+                            rejected_in += completion.input_tokens or 0
                 except CallError as exc:
                     err = exc
                 latency = time.perf_counter() - t0
@@ -381,22 +479,34 @@ class Engine:
                 limiter.on_success()
                 used = (completion.input_tokens or 0) + (completion.output_tokens or 0)
                 limiter.settle(item.est_tokens, used if completion.input_tokens is not None else None)
-                self._succeed(group, completion, latency=latency, attempts=attempt, rejected=rejected)
+                self._succeed(
+                    group, completion, latency=latency, attempts=attempt, rejected=rejected, rejected_input=rejected_in
+                )
                 return
             self.stats.count_error(err.kind)
-            if err.kind == "rate_limit":
+            if err.kind in ("rate_limit", "overloaded"):
                 limiter.on_rate_limited(err.retry_after)
             message = redact(str(err), self._secrets)
+            if err.kind == "refusal":  # a moderation rejection of this question: final, journaled
+                refused = Completion(text="", finish_reason=None, outcome=REFUSAL, detail=message)
+                self._succeed(
+                    group, refused, latency=latency, attempts=attempt, rejected=rejected, rejected_input=rejected_in
+                )
+                return
             if self._stops_run(err):
                 if self._abort is None:
                     self._abort = f"{self.desc}: the provider refused the request ({err.kind}): {message}"
+                self._record_spend(group, attempt, rejected_in, rejected, f"{err.kind}: {message}")
                 self._fail(group, f"{err.kind}: {message}")
                 return
-            if not err.retryable:
-                self._fail(group, f"{err.kind}: {message}")
-                return
-            if attempt >= self.s.max_attempts:
-                self._fail(group, f"gave up after {attempt} attempts; last error ({err.kind}): {message}")
+            if not err.retryable or attempt >= self.s.max_attempts:
+                reason = (
+                    f"{err.kind}: {message}"
+                    if not err.retryable and err.kind != "empty"
+                    else f"gave up after {attempt} attempts; last error ({err.kind}): {message}"
+                )
+                self._record_spend(group, attempt, rejected_in, rejected, reason)
+                self._fail(group, reason)
                 return
             self.stats.retries += 1
             if self._progress is not None:
@@ -440,7 +550,9 @@ class Engine:
             latency = (time.perf_counter() - t0) / max(1, len(queries))
             if err is None:
                 for group, completion in zip(chunk, completions):
-                    if self.s.retry_empty and not completion.text.strip():
+                    if completion.outcome == REFUSAL:
+                        self._succeed(group, completion, latency=latency, attempts=attempt, rejected=0)
+                    elif self.s.retry_empty and not completion.text.strip():
                         self._fail(group, "empty: empty answer")
                     else:
                         self._succeed(group, completion, latency=latency, attempts=attempt, rejected=0)

@@ -15,7 +15,9 @@ Prediction files, decided and checked here:
 * extra keys are ignored; a ``prediction`` that is null or not a string is
   scored as the contract does (``str()``, null -> empty text);
 * a question with no line is *missing*: scored as wrong, counted in the
-  split's ``missing`` and reported with a warning.
+  split's ``missing`` and reported with a warning.  With the usage summaries
+  (``usage_dir``, written by ``sabre predict``), the missing questions the
+  provider refused are also counted in ``refused``.
 
 ``macro_accuracy`` is the unweighted mean over the splits evaluated.
 """
@@ -194,6 +196,18 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
     }
 
 
+def refused_ids(usage_path: Path) -> set[str]:
+    """Question ids a usage summary lists as refused by the provider (none when it has no such list)."""
+    try:
+        data = json.loads(usage_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{usage_path}: usage summary not found (written by `sabre predict`)") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{usage_path}: not valid JSON ({exc})") from None
+    ids = data.get("refused_ids") if isinstance(data, dict) else None
+    return {str(i) for i in ids} if isinstance(ids, (dict, list)) else set()
+
+
 def evaluate_predictions(
     pred_dir: Path,
     data_dir: Path,
@@ -201,6 +215,7 @@ def evaluate_predictions(
     *,
     splits: Sequence[str] = C.SPLITS,
     trace_dir: Path | None = None,
+    usage_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Score ``<pred_dir>/<split>.jsonl`` against ``<data_dir>/<split>.parquet``.
 
@@ -225,6 +240,9 @@ def evaluate_predictions(
         preds = read_predictions(pred_dir / f"{split}.jsonl", {r[C.COL_ID] for r in rows})
         all_traces[split] = trace_rows(rows, preds, split, data_path)
         metrics[split] = split_metrics(all_traces[split], split)
+        if usage_dir is not None:
+            missing_ids = {t["id"] for t in all_traces[split] if t["missing"]}
+            metrics[split][C.M_REFUSED] = len(missing_ids & refused_ids(Path(usage_dir) / f"{split}.json"))
         if metrics[split][C.M_MISSING]:
             log.warning(
                 "%s: %d of %d questions have no prediction in %s (scored as wrong)",

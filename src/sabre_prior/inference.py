@@ -1,9 +1,13 @@
 """Running one model on one split and writing its prediction file.
 
 The prediction file ``results/predictions/<model>/<split>.jsonl`` holds one
-line ``{"id": ..., "prediction": ...}`` per question, in dataset order (the
-official format).  It is written atomically, and only when every question has
-an answer: a failed call is never stored as an answer.  When questions fail
+line ``{"id": ..., "prediction": ...}`` per answered question, in dataset order
+(the official format).  It is written atomically, and only when every question
+has a final outcome: a failed call is never stored as an answer.  A refused
+question (:mod:`sabre_prior.outcomes`) is final: it has no line (the official
+contract scores a missing prediction as wrong), it is listed with its reason
+in the usage summary, and a re-run does not send it again unless asked to
+(``--retry-refusals`` or ``retry_refusals: true``).  When questions fail
 after all retries, the run still finishes the others (they go to the response
 journal), writes the failures to the run log and raises
 :class:`InferenceIncomplete` (exit code 3) listing the failed ids; running the
@@ -29,11 +33,12 @@ from .data import image_mime, iter_rows
 from .engine import Engine, EngineResult, EngineSettings, WorkItem
 from .errors import BackendError, InferenceIncomplete
 from .io_utils import write_json, write_jsonl
-from .journal import Journal, journal_path, read_journal, request_key
+from .journal import Journal, is_refusal, journal_path, read_journal, request_key
 from .models.base import Backend, MissingKeyError, Query, create_backend
 from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
 from .scoring import resolve_eval_type
 from .usage import Prices, format_failures, run_log, run_log_path, summarize
+from .batch import BatchSettings, apply_batch_pricing, batch_prices
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,7 @@ class SplitRun:
     cached: int = 0
     calls: int = 0
     retries: int = 0
+    refused: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
 
 
@@ -128,9 +134,11 @@ def predict_split(
     usage_output: str | Path | None = None,
     run_log_output: str | Path | None = None,
     journal_dir: str | Path | None = None,
+    retry_refusals: bool = False,
 ) -> SplitRun:
     """Answer every question of ``split`` with ``model`` and write the prediction file.
 
+    ``retry_refusals``: send again the questions the journal holds as refused.
     Raises :class:`BackendError` before any call when the backend is not ready
     (e.g. the API key variable is unset), :class:`InferenceIncomplete` when
     questions failed (no prediction file is written then).
@@ -142,7 +150,7 @@ def predict_split(
         missing_key: MissingKeyError | None = None
     except MissingKeyError as exc:
         missing_key = exc  # fatal unless the journal already holds every answer (checked below)
-    engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind)
+    engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind, retry_refusals=retry_refusals)
     Prices.from_settings(settings, model)  # validate before spending anything
     policy = ImagePolicy.from_settings(settings, model)
     data_path = Path(data_path)
@@ -154,12 +162,15 @@ def predict_split(
     if missing_key is not None:
         stream = list(stream)
         done = read_journal(journal_path(model, split, journal_dir=journal_dir))
-        if any(item.key not in done for item in stream):
+        if any(item.key not in done or (retry_refusals and is_refusal(done[item.key])) for item in stream):
             raise missing_key
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
+    runner: Any = Engine
+    if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.batch)
+        from .batch import BatchEngine as runner
     try:
-        engine = Engine(
+        engine = runner(
             backend,
             journal,
             engine_settings,
@@ -201,10 +212,6 @@ def _finish(
 ) -> SplitRun:
     ids = [item.query.id for item in items]
     stats = result.stats
-    write_json(
-        Path(run_log_output) if run_log_output else run_log_path(model, split),
-        run_log(stats, result.failures, result.wall_s, {"model": model, "split": split, **backend_info}),
-    )
     run = SplitRun(
         model=model,
         split=split,
@@ -213,18 +220,9 @@ def _finish(
         cached=stats.cached,
         calls=stats.calls,
         retries=stats.retries,
+        refused=sorted(result.refusals),
     )
-    if result.aborted:
-        raise BackendError(
-            f"{result.aborted}\nstopped early: {len(result.failures)} of {len(ids)} questions without an answer; "
-            f"no prediction file was written ({stats.calls} answers made in this run are kept in the journal)"
-        )
-    if result.failures:
-        raise InferenceIncomplete(
-            f"{model}/{split}: {len(result.failures)} of {len(ids)} questions failed after all retries; "
-            f"no prediction file was written (the {len(result.answers)} answers are kept in the journal: "
-            f"re-run the same command to retry only the failed questions):\n{format_failures(result.failures)}"
-        )
+    # the usage summary is written whatever happens next: every billed attempt counts
     run.usage = summarize(
         model=model,
         split=split,
@@ -236,11 +234,40 @@ def _finish(
         images={item.query.id: item.image for item in items},
         failures=result.failures,
         journaled=journaled,
+        refusals=result.refusals,
+        spent=result.spent,
     )
+    run.usage = apply_batch_pricing(run.usage, settings, result.records, model, result.refusals, result.spent)
     write_json(Path(usage_output) if usage_output else C.usage_path(model, split), run.usage)
-    write_jsonl(output, ({C.PRED_ID: qid, C.PRED_PREDICTION: result.answers[qid]} for qid in ids))
+    write_json(
+        Path(run_log_output) if run_log_output else run_log_path(model, split),
+        run_log(
+            stats,
+            result.failures,
+            result.wall_s,
+            {"model": model, "split": split, **backend_info, "refused": run.usage["refused_ids"], "usage": run.usage},
+        ),
+    )
+    if result.refusals:
+        log.warning(
+            "%s/%s: %d of %d questions refused by the provider (final; no prediction, scored as wrong): %s",
+            model, split, len(result.refusals), len(ids), ", ".join(sorted(result.refusals)[:10]),
+        )  # fmt: skip
+    if result.aborted:
+        raise BackendError(
+            f"{result.aborted}\nstopped early: {len(result.failures)} of {len(ids)} questions without an answer; "
+            f"no prediction file was written ({stats.calls} answers made in this run are kept in the journal)"
+        )
+    if result.failures:
+        raise InferenceIncomplete(
+            f"{model}/{split}: {len(result.failures)} of {len(ids)} questions failed after all retries; "
+            f"no prediction file was written (the {len(result.answers)} answers are kept in the journal: "
+            f"re-run the same command to retry only the failed questions):\n{format_failures(result.failures)}"
+        )
+    # only answers become predictions (a refused question has no line)
+    write_jsonl(output, ({C.PRED_ID: qid, C.PRED_PREDICTION: result.answers[qid]} for qid in ids if qid in result.answers))
     log.info(
-        "%s/%s: %d predictions written to %s (%d from the journal, %d calls, %d retries)",
+        "%s/%s: %d predictions written to %s (%d from the journal, %d calls, %d retries, %d refused)",
         model,
         split,
         run.answered,
@@ -248,6 +275,7 @@ def _finish(
         stats.cached,
         stats.calls,
         stats.retries,
+        len(run.refused),
     )
     return run
 
@@ -272,6 +300,13 @@ class Estimate:
     cost_max: float | None
     key_env: str | None = None
     key_set: bool | None = None
+    #: the request leaves reasoning / thinking on: expect the whole output budget per call
+    reasoning: bool = False
+    #: cost at the bound with every call retried once as a spent-budget empty answer
+    cost_allowance: float | None = None
+    batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.batch)
+    batch_cost_max: float | None = None
+    batch: bool = False  # the model runs in batch mode
 
 
 def estimate_split(
@@ -285,9 +320,12 @@ def estimate_split(
 ) -> Estimate:
     """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
 
-    Makes no call and needs no key.  Input tokens follow the providers' rules of
-    thumb for images plus about four characters per text token; output tokens
-    are given as expected (a short answer) and as the ``max_output_tokens`` bound.
+    Makes no call and needs no key.  Input tokens follow each provider's documented
+    image-token rule (:func:`~sabre_prior.models.base.estimate_image_tokens`) plus
+    about four characters per text token; output tokens are given as expected (a
+    short answer, or the whole budget for a model that may reason) and as the
+    ``max_output_tokens`` bound.  The allowance adds ``empty_budget_retries``
+    billed retries of every call at the bound.
     """
     import os
 
@@ -304,10 +342,13 @@ def estimate_split(
     calls = list(todo.values())
     max_out = int(settings.get("max_output_tokens", 64))
     input_tokens = sum(i.est_tokens for i in calls)
-    expected_out = len(calls) * min(max_out, EXPECTED_OUTPUT_TOKENS)
+    may_reason = bool(getattr(backend, "may_reason", lambda: False)())
+    expected_out = len(calls) * (max_out if may_reason else min(max_out, EXPECTED_OUTPUT_TOKENS))
     bound_out = len(calls) * max_out
     prices = Prices.from_settings(settings, model)
+    retries = 1 + int(settings.get("empty_budget_retries", 1)) if not offline else 1
     key_env = settings.get("api_key_env")
+    bprices = batch_prices(settings, model) if _batch_capable(model, settings) else None
     return Estimate(
         model=model,
         split=split,
@@ -322,12 +363,40 @@ def estimate_split(
         cost_max=prices.cost(input_tokens, bound_out) if prices else None,
         key_env=key_env,
         key_set=bool(os.environ.get(key_env, "").strip()) if key_env else None,
+        reasoning=may_reason,
+        cost_allowance=prices.cost(input_tokens * retries, bound_out * retries) if prices else None,
+        batch_cost_expected=bprices.cost(input_tokens, expected_out) if bprices else None,
+        batch_cost_max=bprices.cost(input_tokens, bound_out) if bprices else None,
+        batch=BatchSettings.from_settings(settings, model).enabled,
     )
+
+
+def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
+    from .batch import check_supported
+    from .errors import ConfigError
+
+    try:
+        check_supported(model, settings)
+    except ConfigError:
+        return False
+    return True
 
 
 def format_estimates(estimates: list[Estimate]) -> str:
     """A plain-text table of estimates with totals."""
-    header = ("model", "split", "backend", "questions", "journal", "to call", "input tok", "output tok (exp/max)", "cost USD (exp/max)")
+    header = (
+        "model",
+        "split",
+        "backend",
+        "questions",
+        "journal",
+        "to call",
+        "input tok",
+        "output tok (exp/max)",
+        "cost USD (exp/max)",
+        "with retries",
+        "batch USD (exp/max)",
+    )
     rows: list[tuple[str, ...]] = []
 
     def money(v: float | None) -> str:
@@ -343,13 +412,16 @@ def format_estimates(estimates: list[Estimate]) -> str:
                 str(e.cached),
                 str(e.to_call),
                 str(e.input_tokens),
-                f"{e.output_tokens_expected}/{e.output_tokens_max}",
+                f"{e.output_tokens_expected}/{e.output_tokens_max}" + (" *" if e.reasoning and e.to_call else ""),
                 f"{money(e.cost_expected)}/{money(e.cost_max)}",
+                money(e.cost_allowance),
+                f"{money(e.batch_cost_expected)}/{money(e.batch_cost_max)}{' b' if e.batch else ''}",
             )
         )
     priced = [e for e in estimates if e.cost_expected is not None]
     total_exp = sum(e.cost_expected or 0.0 for e in priced) if priced else None
     total_max = sum(e.cost_max or 0.0 for e in priced) if priced else None
+    total_allow = sum(e.cost_allowance or 0.0 for e in priced) if priced else None
     rows.append(
         (
             "total",
@@ -361,16 +433,40 @@ def format_estimates(estimates: list[Estimate]) -> str:
             str(sum(e.input_tokens for e in estimates)),
             f"{sum(e.output_tokens_expected for e in estimates)}/{sum(e.output_tokens_max for e in estimates)}",
             f"{money(total_exp)}/{money(total_max)}",
+            money(total_allow),
+            _batch_total(estimates, money),
         )
     )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     missing = sorted({f"{e.key_env} (for {e.model})" for e in estimates if e.key_set is False and e.to_call})
     if missing:
         lines.append("")
         lines.append("keys not set yet: " + ", ".join(missing))
+    if any(e.batch for e in estimates):
+        lines.append("b: runs in batch mode (batch: true): the batch price applies")
+    reasoning = sorted({e.model for e in estimates if e.reasoning and e.to_call})
+    if reasoning:
+        lines.append(
+            "* reasoning / thinking not switched off (" + ", ".join(reasoning) + "): "
+            "expected output is the whole max_output_tokens budget per call"
+        )
+    lines.append(
+        "with retries: the max bound with every call retried as a budget-spent empty answer "
+        "(empty_budget_retries, default 1); refusals and failed attempts are billed too"
+    )
     unpriced = sorted({e.model for e in estimates if e.cost_expected is None and e.to_call})
     if unpriced:
         lines.append("no prices in params (cost n/a): " + ", ".join(unpriced))
     return "\n".join(lines)
+
+
+def _batch_total(estimates: list[Estimate], money: Any) -> str:
+    """Total cost if every model ran at its batch price where it has one, else at its own."""
+    priced = [e for e in estimates if e.cost_expected is not None]
+    if not priced:
+        return "n/a/n/a"
+    exp = sum(e.batch_cost_expected if e.batch_cost_expected is not None else e.cost_expected or 0.0 for e in priced)
+    mx = sum(e.batch_cost_max if e.batch_cost_max is not None else e.cost_max or 0.0 for e in priced)
+    return f"{money(exp)}/{money(mx)}"

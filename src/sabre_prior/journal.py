@@ -16,7 +16,13 @@ operational settings reuses every completed call; editing the prompt, the
 image policy or a generation setting makes new calls.
 
 The journal stores responses only: never the API key, the prompt or the image.
-Failed calls are not stored (a failure is never an answer).  A torn last line
+Each line has an ``outcome`` (:mod:`sabre_prior.outcomes`): ``answer`` (lines
+written before outcomes existed count as answers), ``empty`` (an empty answer
+kept as the model's answer), ``refusal`` (final for its question, never a
+prediction; a later line for the same key supersedes it, so that a run asked
+to send refusals again keeps the new response) or ``failure``: the billed
+tokens of a question that failed, kept for honest spend and never read back as
+a result (a failure is never an answer).  A torn last line
 (a kill in the middle of a write) is cut off when the journal is opened; other
 unreadable lines are skipped with a warning.  An exclusive ``flock`` keeps two
 processes from writing the same journal.
@@ -69,6 +75,27 @@ def request_key(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def outcome_of(record: Mapping[str, Any]) -> str:
+    """A journal line's outcome (``answer`` for lines written before outcomes were recorded)."""
+    return str(record.get("outcome") or "answer")
+
+
+def is_refusal(record: Mapping[str, Any]) -> bool:
+    return outcome_of(record) == "refusal"
+
+
+def _keep(records: dict[str, dict[str, Any]], spent: dict[str, list[dict[str, Any]]] | None, rec: dict[str, Any]) -> None:
+    """Add one line: a failure's spend aside; otherwise the first result per key, except that a
+    later line supersedes a refusal."""
+    if outcome_of(rec) == "failure":
+        if spent is not None:
+            spent.setdefault(rec["key"], []).append(rec)
+        return
+    old = records.get(rec["key"])
+    if old is None or is_refusal(old):
+        records[rec["key"]] = rec
+
+
 def _utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -88,8 +115,14 @@ def _parse_lines(data: bytes, path: Path) -> Iterator[dict[str, Any]]:
             log.warning("%s:%d: journal line without key/text skipped", path, lineno)
 
 
-def read_journal(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Key -> the first complete record (read-only; a torn last line is ignored)."""
+def read_journal(
+    path: str | Path, spent: dict[str, list[dict[str, Any]]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Key -> its result record (read-only; a torn last line is ignored).
+
+    Failure lines (billed spend of failed questions) are never results; they go
+    to ``spent`` (key -> lines) when given.
+    """
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -98,7 +131,7 @@ def read_journal(path: str | Path) -> dict[str, dict[str, Any]]:
     cut = data.rfind(b"\n") + 1
     records: dict[str, dict[str, Any]] = {}
     for rec in _parse_lines(data[:cut], p):
-        records.setdefault(rec["key"], rec)
+        _keep(records, spent, rec)
     return records
 
 
@@ -112,7 +145,8 @@ class Journal:
         try:
             self._lock()
             self.torn_bytes = self._cut_torn_tail()
-            self._records = read_journal(self.path)
+            self._spent: dict[str, list[dict[str, Any]]] = {}
+            self._records = read_journal(self.path, self._spent)
         except BaseException:
             os.close(self._fd)
             raise
@@ -173,6 +207,10 @@ class Journal:
     def get(self, key: str) -> dict[str, Any] | None:
         return self._records.get(key)
 
+    def spent(self, key: str) -> list[dict[str, Any]]:
+        """Failure lines of ``key``: what earlier failed attempts were billed."""
+        return self._spent.get(key, [])
+
     def append(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Append one response (must hold ``key`` and ``text``): written at once, fsync-ed in the background."""
         rec = {"v": JOURNAL_FORMAT, **record}
@@ -185,7 +223,7 @@ class Journal:
             written = os.write(self._fd, view)
             view = view[written:]
         self._dirty.set()
-        self._records.setdefault(rec["key"], rec)
+        _keep(self._records, self._spent, rec)
         self.appended += 1
         return rec
 

@@ -14,7 +14,8 @@ track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 * ``packages``: versions of Python and of the packages the configured models use.
 * ``params``: SHA-256 of ``params.yaml`` as a file.
 * ``data``: per Parquet split, its SHA-256, row count and columns (and for a hub source the commit read).
-* ``models``: per model, its backend and model id.
+* ``models``: per model, its backend, model id and (API models) the decoding
+  actually requested (temperature, token limit, reasoning / thinking settings).
 """
 
 from __future__ import annotations
@@ -194,8 +195,22 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
     return versions
 
 
+def requested_decoding(name: str, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What an API model is actually asked for (temperature, token limit, thinking...), as sent.
+
+    None for other backends.  A provider that cannot decode as the paper did
+    (temperature 0, no thinking) shows here what it was sent instead.
+    """
+    from .models.base import ApiBackend, backend_class
+
+    cls = backend_class(str(settings.get("backend")))
+    if not issubclass(cls, ApiBackend):
+        return None
+    return cls(name, settings).generation_settings()
+
+
 def model_entries(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Backend and model id of every configured model (baselines: ``baseline/<strategy>``)."""
+    """Backend, model id and requested decoding of every configured model (baselines: ``baseline/<strategy>``)."""
     entries = {}
     for name, settings in sorted((params.get("models") or {}).items()):
         backend = str(settings.get("backend"))
@@ -203,6 +218,9 @@ def model_entries(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         if model_id is None and backend == "baseline":
             model_id = f"baseline/{settings.get('strategy')}"
         entries[name] = {"backend": backend, "model_id": model_id}
+        decoding = requested_decoding(name, settings)
+        if decoding is not None:
+            entries[name]["decoding"] = decoding
     return entries
 
 

@@ -109,6 +109,8 @@ class ModelResults:
     #: split or ``"macro"`` -> interval; None when no intervals were given
     intervals: dict[str, Interval] | None = None
     interval_settings: IntervalSettings | None = None
+    #: split -> questions the provider refused (no prediction, scored as wrong)
+    refused: dict[str, int] = field(default_factory=dict)
 
     def value(self, column: str) -> float | None:
         """Accuracy of a table column (a split or ``"macro"``); None if not configured."""
@@ -154,6 +156,7 @@ def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], k
     totals: dict[str, int] = {}
     probes: dict[str, dict[str, float]] = {}
     questions: dict[str, float] = {}
+    refused: dict[str, int] = {}
     for split in splits:
         if split not in data:
             raise ResultsFileError(f"{path}: split '{split}' is configured in params.yaml but missing here")
@@ -164,6 +167,9 @@ def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], k
         total = block.get(C.M_TOTAL)
         if isinstance(total, int) and not isinstance(total, bool):
             totals[split] = total
+        n_refused = block.get(C.M_REFUSED)
+        if isinstance(n_refused, int) and not isinstance(n_refused, bool) and n_refused > 0:
+            refused[split] = n_refused
         if split in C.PAIRED_SPLITS:
             if C.M_PROBE_ACCURACY in block:
                 raw = _mapping(path, f"{split}.{C.M_PROBE_ACCURACY}", block[C.M_PROBE_ACCURACY])
@@ -175,7 +181,7 @@ def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], k
     if C.M_MACRO not in data:
         raise ResultsFileError(f"{path}: {C.M_MACRO} is missing")
     macro = _fraction(path, C.M_MACRO, data[C.M_MACRO])
-    return ModelResults(key, name, accuracy, macro, totals, probes, questions)
+    return ModelResults(key, name, accuracy, macro, totals, probes, questions, refused=refused)
 
 
 def _parse_intervals(
@@ -239,6 +245,7 @@ def load_results(params: Mapping[str, Any], metrics_dir: Path, intervals_dir: Pa
                 result.question_accuracy,
                 intervals,
                 settings,
+                result.refused,
             )
         results.append(result)
     return results
@@ -307,6 +314,15 @@ def _caption(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
         text += f" Brackets: {level}% bootstrap confidence interval" + (f" ({extra})." if extra else ".")
     if len(configured_splits(params)) < len(TABLE_SPLITS):
         text += " Empty cells: split not configured (the macro average then covers fewer splits)."
+    refusing = [r for r in results if r.refused]
+    if refusing:
+        parts = [
+            f"{r.name} {sum(r.refused.values())} ("
+            + ", ".join(f"{s} {n}" for s, n in sorted(r.refused.items(), key=lambda kv: TABLE_SPLITS.index(kv[0])))
+            + ")"
+            for r in refusing
+        ]
+        text += " Questions refused by the provider (no answer, counted as wrong): " + "; ".join(parts) + "."
     return text
 
 

@@ -3,14 +3,18 @@
 Two files per model and split:
 
 * ``results/usage/<model>/<split>.json`` (:func:`contracts.usage_path`): what the
-  predictions cost, summed over the journal records behind them: calls,
-  attempts, retries, tokens, estimated cost, failures, and how every image was
-  sent.  Deterministic: re-running from the journal rewrites the same bytes
-  (no wall-clock values), so it can be a tracked pipeline output.
+  split cost, summed over the journal records behind it: every billed attempt
+  (answers, the empty answers retried before them, refusals, and the spend of
+  questions that failed), calls, retries, tokens, estimated cost, refused
+  questions with their reasons, empty answers kept under the token budget,
+  failures, and how every image was sent.  Deterministic: re-running from the
+  journal rewrites the same bytes (no wall-clock values), so it can be a
+  tracked pipeline output.  Written also when the job fails (Snakemake then
+  removes it as an incomplete output; the run log keeps a copy).
 * ``results/logs/usage/<model>/<split>.json`` (:func:`run_log_path`): the last
   run only: calls made now, answers taken from the journal (``cached``),
-  retries, failures with reasons, latencies, wall time.  Not a pipeline output;
-  kept when a job fails.
+  retries, refusals, failures with reasons, latencies, wall time, and the usage
+  summary above.  Not a pipeline output; kept when a job fails.
 
 Prices come from the model's params entry:
 ``prices: {input_per_mtok: <USD per million input tokens>, output_per_mtok: ...}``.
@@ -72,7 +76,8 @@ class Totals:
     retries: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    rejected_output_tokens: int = 0  # tokens of responses rejected as empty/malformed
+    rejected_input_tokens: int = 0  # input tokens of attempts rejected (empty answers, failed questions)
+    rejected_output_tokens: int = 0  # output tokens of those attempts (billed all the same)
     missing_usage: int = 0  # responses without token counts
 
     def add(self, record: Mapping[str, Any]) -> None:
@@ -83,6 +88,13 @@ class Totals:
             self.missing_usage += 1
         self.input_tokens += _int(record.get("input_tokens"))
         self.output_tokens += _int(record.get("output_tokens"))
+        self.rejected_input_tokens += _int(record.get("rejected_input_tokens"))
+        self.rejected_output_tokens += _int(record.get("rejected_output_tokens"))
+
+    def add_spend(self, record: Mapping[str, Any]) -> None:
+        """A failed question's journaled spend: billed tokens, no call behind an answer."""
+        self.attempts += _int(record.get("attempts"))
+        self.rejected_input_tokens += _int(record.get("rejected_input_tokens"))
         self.rejected_output_tokens += _int(record.get("rejected_output_tokens"))
 
 
@@ -98,16 +110,21 @@ def summarize(
     images: Mapping[str, Mapping[str, Any]],
     failures: Mapping[str, str],
     journaled: bool,
+    refusals: Mapping[str, Mapping[str, Any]] | None = None,
+    spent: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The deterministic usage summary of one model/split (see module docstring).
 
     ``records``: question id -> journal record of the call that answered it
-    (several ids may share one record when their content is identical).
+    (several ids may share one record when their content is identical);
+    ``refusals``: question id -> the refusal record; ``spent``: journaled
+    spend lines of failed attempts.
     """
+    refusals = refusals or {}
     totals = Totals()
     seen: set[str] = set()
     for qid in question_ids:
-        rec = records.get(qid)
+        rec = records.get(qid) or refusals.get(qid)
         if rec is None:
             continue
         key = str(rec.get("key", qid))
@@ -115,10 +132,17 @@ def summarize(
             continue
         seen.add(key)
         totals.add(rec)
+    for rec in sorted(spent, key=lambda r: (str(r.get("key")), str(r.get("time")))):
+        totals.add_spend(rec)
     prices = Prices.from_settings(settings, model)
     sent = [{"id": qid, **images[qid]} for qid in question_ids if qid in images]
     reencoded = sum(1 for s in sent if s.get("reencoded"))
+    billed_input = totals.input_tokens + totals.rejected_input_tokens
     billed_output = totals.output_tokens + totals.rejected_output_tokens
+    refused = {qid: str(refusals[qid].get("detail") or "refused") for qid in question_ids if qid in refusals}
+    budget = sorted(
+        qid for qid in question_ids if qid in records and str(records[qid].get("outcome")) == "empty"
+    )
     return {
         "model": model,
         "split": split,
@@ -130,6 +154,10 @@ def summarize(
         "journaled": journaled,
         "questions": len(question_ids),
         "answered": sum(1 for q in question_ids if q in records),
+        "refused": len(refused),
+        "refused_ids": refused,
+        "empty_budget_spent": len(budget),
+        "empty_budget_spent_ids": budget,
         "failed": len(failures),
         "failed_ids": sorted(failures),
         "calls": totals.calls,
@@ -137,10 +165,13 @@ def summarize(
         "retries": totals.retries,
         "input_tokens": totals.input_tokens,
         "output_tokens": totals.output_tokens,
+        "rejected_input_tokens": totals.rejected_input_tokens,
         "rejected_output_tokens": totals.rejected_output_tokens,
+        "billed_input_tokens": billed_input,
+        "billed_output_tokens": billed_output,
         "calls_without_usage": totals.missing_usage,
         "prices": prices.as_dict() if prices else None,
-        "estimated_cost_usd": prices.cost(totals.input_tokens, billed_output) if prices else None,
+        "estimated_cost_usd": prices.cost(billed_input, billed_output) if prices else None,
         "images": {
             "original": len(sent) - reencoded,
             "reencoded": reencoded,
@@ -168,6 +199,7 @@ class RunStats:
     attempts: int = 0
     retries: int = 0
     failures: int = 0
+    refusals: int = 0
     rate_limited: int = 0
     timeouts: int = 0
     latencies: list[float] = field(default_factory=list)
@@ -184,6 +216,7 @@ class RunStats:
             "attempts": self.attempts,
             "retries": self.retries,
             "failures": self.failures,
+            "refusals": self.refusals,
             "errors_by_kind": dict(sorted(self.errors_by_kind.items())),
             "latency_s": {
                 "p50": percentile(self.latencies, 0.5),

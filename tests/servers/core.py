@@ -31,7 +31,26 @@ from aiohttp import web
 
 from . import protocols as P
 
-FAULT_KINDS = ("429", "500", "503", "stall", "malformed", "empty", "401", "400", "404", "disconnect")
+FAULT_KINDS = (
+    "429",
+    "500",
+    "503",
+    "stall",
+    "malformed",
+    "empty",
+    "401",
+    "400",
+    "404",
+    "disconnect",
+    # documented provider behaviours (protocols.py builds each from its API reference)
+    "refusal",  # partial text + the protocol's refusal signal (200)
+    "blocked",  # Gemini: no candidate, promptFeedback.blockReason (200)
+    "moderation",  # 400 moderation rejection (DashScope data_inspection_failed / Moonshot content_filter)
+    "empty_length",  # empty text, token-budget finish reason (200)
+    "quota",  # account out of quota / billing (OpenAI 429 insufficient_quota, Anthropic 402, Gemini 403)
+    "overloaded",  # Anthropic 529 overloaded_error
+    "429_reset",  # 429 with only the protocol's reset headers / RetryInfo (no Retry-After)
+)
 
 
 def fake_answer(text: str, image: bytes) -> str:
@@ -69,8 +88,9 @@ def fake_usage(text: str, answer: str) -> tuple[int, int]:
 @dataclass(frozen=True)
 class Fault:
     kind: str
-    retry_after: float | None = None  # seconds, for 429/503
+    retry_after: float | None = None  # seconds, for 429/503/429_reset/overloaded
     stall_s: float = 5.0  # for "stall"
+    variant: str = ""  # protocol flavour, e.g. "refusal_field" for OpenAI message.refusal
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -83,11 +103,14 @@ class Rule:
     first_attempts: int = 1  # fail the first n attempts of each matching key
     fraction: float = 1.0  # deterministic share of keys the rule applies to
     keys: frozenset[str] | None = None
+    models: frozenset[str] | None = None  # only requests for these model ids
 
-    def applies(self, key: str, attempt: int) -> bool:
+    def applies(self, key: str, attempt: int, model: str = "") -> bool:
         if attempt > self.first_attempts:
             return False
         if self.keys is not None and key not in self.keys:
+            return False
+        if self.models is not None and model not in self.models:
             return False
         return int(key[:8], 16) / 0xFFFFFFFF < self.fraction
 
@@ -105,7 +128,7 @@ class Call:
     start: float = 0.0
     end: float | None = None
     input_tokens: int = 0
-    output_tokens: int = 0
+    output_tokens: int = 0  # billed output tokens, reasoning included
     answer: str | None = None
     body: dict[str, Any] | None = None
 
@@ -123,6 +146,12 @@ class FakeServer:
     keep_bodies: bool = False  # keep each request's JSON (image data replaced by its length)
     decode_images: bool = True  # False (benchmarks): key requests by text and base64 length only
     answer: Callable[[str, bytes], str] = fake_answer
+    #: reasoning tokens reported per answer (OpenAI protocol: inside completion_tokens unless
+    #: ``reasoning_apart``, as xAI reports them; Gemini: thoughtsTokenCount); billed as output
+    reasoning_tokens: int = 0
+    reasoning_apart: bool = False
+    #: per model id: (reasoning tokens, reported apart), overriding the two settings above
+    reasoning_by_model: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
@@ -130,15 +159,23 @@ class FakeServer:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._attempts: Counter[str] = Counter()
+        self._attempts: Counter[tuple[str, str]] = Counter()  # (content key, model id) -> attempts
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
 
     # -- configuration --------------------------------------------------------------
-    def add_fault(self, kind: str, *, first_attempts: int = 1, fraction: float = 1.0, keys=None, **kw: Any) -> Rule:
-        rule = Rule(Fault(kind, **kw), first_attempts, fraction, None if keys is None else frozenset(keys))
+    def add_fault(
+        self, kind: str, *, first_attempts: int = 1, fraction: float = 1.0, keys=None, models=None, **kw: Any
+    ) -> Rule:
+        rule = Rule(
+            Fault(kind, **kw),
+            first_attempts,
+            fraction,
+            None if keys is None else frozenset(keys),
+            None if models is None else frozenset(models),
+        )
         self.rules.append(rule)
         return rule
 
@@ -235,22 +272,24 @@ class FakeServer:
             call.model = model
             call.key = content_key(text, image)
             with self._lock:
-                self._attempts[call.key] += 1
-                call.attempt = self._attempts[call.key]
+                self._attempts[(call.key, model)] += 1
+                call.attempt = self._attempts[(call.key, model)]
             if self.latency:
                 await asyncio.sleep(self.latency)
             if self.expected_key is not None and call.api_key != self.expected_key:
                 call.status, call.fault = 401, "401"
                 quoted = f": {call.api_key}" if self.echo_key_in_errors else ""
                 return proto.error(401, f"invalid API key{quoted}")
-            fault = next((r.fault for r in self.rules if r.applies(call.key, call.attempt)), None)
+            fault = next((r.fault for r in self.rules if r.applies(call.key, call.attempt, model)), None)
             if fault is not None:
                 call.fault = fault.kind
                 return await self._fault(request, proto, fault, call, model, text)
             answer = self.answer(text, image)
             call.input_tokens, call.output_tokens = fake_usage(text, answer)
             call.answer = answer
-            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens)
+            reasoning = self._reasoning(model)
+            resp = proto.ok(model, answer, call.input_tokens, call.output_tokens, **reasoning)
+            call.output_tokens += reasoning.get("reasoning", 0)
             call.status = 200
             return resp
         finally:
@@ -258,10 +297,22 @@ class FakeServer:
             with self._lock:
                 self.in_flight -= 1
 
+    def _reasoning(self, model: str = "") -> dict[str, Any]:
+        tokens, apart = self.reasoning_by_model.get(model, (self.reasoning_tokens, self.reasoning_apart))
+        return {"reasoning": tokens, "apart": apart} if tokens else {}
+
     async def _fault(
         self, request: web.Request, proto: P.Protocol, fault: Fault, call: Call, model: str, text: str
     ) -> web.StreamResponse:
         kind = fault.kind
+        if kind in P.DOCUMENTED_FAULTS:
+            apart = bool(self._reasoning(model).get("apart", self.reasoning_apart))
+            status, resp, billed = P.documented_fault(
+                proto.name, kind, model, text, fault.retry_after, fault.variant, apart
+            )
+            call.status = status
+            call.input_tokens, call.output_tokens = billed
+            return resp
         if kind in ("429", "500", "503", "401", "400", "404"):
             status = int(kind)
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
@@ -277,7 +328,10 @@ class FakeServer:
         if kind == "empty":
             call.status = 200
             call.input_tokens, call.output_tokens = fake_usage(text, "")
-            return proto.ok(model, "", call.input_tokens, call.output_tokens)
+            reasoning = self._reasoning(model)
+            resp = proto.ok(model, "", call.input_tokens, call.output_tokens, **reasoning)
+            call.output_tokens += reasoning.get("reasoning", 0)
+            return resp
         # disconnect: drop the connection without an answer
         assert request.transport is not None
         request.transport.abort()

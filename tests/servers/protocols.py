@@ -1,8 +1,14 @@
-"""The three wire protocols: parse a request, build an answer or an error."""
+"""The three wire protocols: parse a request, build an answer or an error.
+
+:func:`documented_fault` builds each provider's documented non-answer (refusal
+signals, blocked prompts, moderation 400s, token-budget finishes, quota and
+overload errors, rate-limit reset headers); the source of each is named beside it.
+"""
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -25,19 +31,36 @@ def _openai_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
     return body["model"], text, data
 
 
-def _openai_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
-    return web.json_response(
-        {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": 0,
-            "model": model,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop", "logprobs": None}
-            ],
-            "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout},
+def _openai_body(
+    model: str, content: str | None, tin: int, tout: int, *, finish: str = "stop", refusal: str | None = None,
+    reasoning: int = 0, apart: bool = False,
+) -> dict[str, Any]:
+    # https://platform.openai.com/docs/api-reference/chat/object; usage.completion_tokens_details.reasoning_tokens
+    # is part of completion_tokens at OpenAI (https://platform.openai.com/docs/guides/reasoning) and apart from it
+    # at xAI ("separated from the completion_tokens",
+    # https://docs.cloud.google.com/vertex-ai/generative-ai/docs/partner-models/grok/capabilities/reasoning)
+    usage: dict[str, Any] = {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout}
+    if reasoning:
+        completion = tout if apart else tout + reasoning
+        usage = {
+            "prompt_tokens": tin,
+            "completion_tokens": completion,
+            "total_tokens": tin + tout + reasoning,
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
         }
-    )
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": usage,
+    }
+
+
+def _openai_ok(model: str, answer: str, tin: int, tout: int, reasoning: int = 0, apart: bool = False) -> web.Response:
+    return web.json_response(_openai_body(model, answer, tin, tout, reasoning=reasoning, apart=apart))
 
 
 def _openai_error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -56,28 +79,38 @@ def _anthropic_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]
     return body["model"], text, image["source"]["data"]
 
 
-def _anthropic_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
-    return web.json_response(
-        {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [{"type": "text", "text": answer}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": tin, "output_tokens": tout},
-        }
-    )
+def _anthropic_body(model: str, answer: str, tin: int, tout: int, stop: str = "end_turn") -> dict[str, Any]:
+    # https://docs.anthropic.com/en/api/messages (response: content, stop_reason, usage)
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": answer}] if answer else [],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": tin, "output_tokens": tout},
+    }
 
 
+def _anthropic_ok(model: str, answer: str, tin: int, tout: int, reasoning: int = 0, apart: bool = False) -> web.Response:
+    # thinking tokens are billed inside output_tokens (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking)
+    return web.json_response(_anthropic_body(model, answer, tin, tout + reasoning))
+
+
+#: error.type per status, https://docs.anthropic.com/en/api/errors ("HTTP errors"); 503 is not
+#: listed there and gets the generic api_error; 529 is overloaded_error.
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
     404: "not_found_error",
+    413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
-    503: "overloaded_error",
+    503: "api_error",
+    529: "overloaded_error",
 }
 
 
@@ -95,16 +128,22 @@ def _gemini_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]:
     return model, text, inline["data"]
 
 
-def _gemini_ok(model: str, answer: str, tin: int, tout: int) -> web.Response:
-    return web.json_response(
-        {
-            "candidates": [
-                {"content": {"role": "model", "parts": [{"text": answer}]}, "finishReason": "STOP", "index": 0}
-            ],
-            "usageMetadata": {"promptTokenCount": tin, "candidatesTokenCount": tout, "totalTokenCount": tin + tout},
-            "modelVersion": model,
-        }
-    )
+def _gemini_body(model: str, answer: str, tin: int, tout: int, finish: str = "STOP", thoughts: int = 0) -> dict[str, Any]:
+    # https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse (usageMetadata.thoughtsTokenCount
+    # is reported apart from candidatesTokenCount, https://ai.google.dev/gemini-api/docs/thinking)
+    usage: dict[str, Any] = {"promptTokenCount": tin, "candidatesTokenCount": tout, "totalTokenCount": tin + tout + thoughts}
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    parts = [{"text": answer}] if answer else []
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
+        "usageMetadata": usage,
+        "modelVersion": model,
+    }
+
+
+def _gemini_ok(model: str, answer: str, tin: int, tout: int, reasoning: int = 0, apart: bool = False) -> web.Response:
+    return web.json_response(_gemini_body(model, answer, tin, tout, thoughts=reasoning))
 
 
 _GEMINI_STATUS = {
@@ -147,6 +186,125 @@ GEMINI = Protocol(
     _gemini_error,
     lambda r: r.headers.get("x-goog-api-key") or r.query.get("key"),
 )
+PROTOCOLS = {p.name: p for p in (OPENAI, ANTHROPIC, GEMINI)}
+
+
+# -- documented non-answers ------------------------------------------------------------------
+DOCUMENTED_FAULTS = frozenset({"refusal", "blocked", "moderation", "empty_length", "quota", "overloaded", "429_reset"})
+PARTIAL = "Yes, the"  # the partial text of a refusal: must never reach a prediction
+MAX_TOKENS = 64
+
+
+def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.json_response(body, status=status, headers=headers)
+
+
+def documented_fault(
+    protocol: str, kind: str, model: str, text: str, wait: float | None, variant: str = "", apart: bool = False
+) -> tuple[int, web.Response, tuple[int, int]]:
+    """(status, response, billed (input, output) tokens) of one documented provider behaviour.
+
+    ``apart``: the model reports reasoning tokens apart from completion_tokens (xAI).
+    """
+    tin = 85 + len(text) // 4
+    wait = 0.3 if wait is None else wait
+    if kind == "refusal":
+        if protocol == "openai":
+            if variant == "refusal_field":
+                # message.refusal with no content (https://platform.openai.com/docs/api-reference/chat/object)
+                return 200, _json(_openai_body(model, None, tin, 9, refusal="I'm sorry, I can't help with that.")), (tin, 9)
+            # finish_reason content_filter with partial text ("content was omitted due to a flag from our
+            # content filters", same page; Azure documents partial results: learn.microsoft.com content filter)
+            return 200, _json(_openai_body(model, PARTIAL, tin, 3, finish="content_filter")), (tin, 3)
+        if protocol == "anthropic":
+            # stop_reason refusal after partial text, billed up to the refusal
+            # (https://docs.anthropic.com/en/docs/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals)
+            return 200, _json(_anthropic_body(model, PARTIAL, tin, 3, stop="refusal")), (tin, 3)
+        # finishReason SAFETY with partial text (https://ai.google.dev/api/generate-content#FinishReason)
+        return 200, _json(_gemini_body(model, PARTIAL, tin, 3, finish="SAFETY")), (tin, 3)
+    if kind == "blocked":
+        # no candidate, promptFeedback.blockReason (https://ai.google.dev/api/generate-content#PromptFeedback;
+        # body as reported in vercel/ai#4235)
+        body = {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": {"promptTokenCount": tin, "totalTokenCount": tin}, "modelVersion": model}
+        return 200, _json(body), (tin, 0)
+    if kind == "moderation":
+        if protocol == "openai" and variant == "moonshot":
+            # https://platform.kimi.ai/docs/api/errors (400 content_filter)
+            err = {"error": {"type": "content_filter", "message": "The request was rejected because it was considered high risk"}}
+        elif protocol == "openai":
+            # DashScope compatible mode (https://www.alibabacloud.com/help/en/model-studio/error-code,
+            # 400 data_inspection_failed "Input data may contain inappropriate content.")
+            err = {
+                "error": {"code": "data_inspection_failed", "param": None, "message": "Input data may contain inappropriate content.", "type": "data_inspection_failed"},
+                "request_id": "fake-request",
+            }
+        elif protocol == "anthropic":
+            err = {"type": "error", "error": {"type": "invalid_request_error", "message": "Output blocked by content filtering policy"}}
+        else:  # Gemini rejects content with a blocked prompt, not a 400
+            return documented_fault(protocol, "blocked", model, text, wait)
+        return 400, _json(err, 400), (0, 0)
+    if kind == "empty_length":
+        # the whole budget spent (on reasoning) and no text: OpenAI finish_reason length, Anthropic
+        # stop_reason max_tokens, Gemini finishReason MAX_TOKENS (references above)
+        if protocol == "openai":
+            body = _openai_body(model, "", tin, 0, finish="length", reasoning=MAX_TOKENS, apart=apart)
+            return 200, _json(body), (tin, MAX_TOKENS)
+        if protocol == "anthropic":
+            return 200, _json(_anthropic_body(model, "", tin, MAX_TOKENS, stop="max_tokens")), (tin, MAX_TOKENS)
+        return 200, _json(_gemini_body(model, "", tin, 0, finish="MAX_TOKENS", thoughts=MAX_TOKENS)), (tin, MAX_TOKENS)
+    if kind == "quota":
+        if protocol == "openai":
+            # https://platform.openai.com/docs/guides/error-codes (429 "You exceeded your current quota");
+            # body as in mattvr/ShellGPT#23
+            err = {"error": {"message": "You exceeded your current quota, please check your plan and billing details.", "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}}
+            return 429, _json(err, 429), (0, 0)
+        if protocol == "anthropic":
+            # 402 billing_error (https://docs.anthropic.com/en/api/errors)
+            err = {"type": "error", "error": {"type": "billing_error", "message": "Your credit balance is too low to access the Anthropic API."}}
+            return 402, _json(err, 402), (0, 0)
+        err = {"error": {"code": 403, "message": "The caller does not have permission", "status": "PERMISSION_DENIED"}}
+        return 403, _json(err, 403), (0, 0)
+    if kind == "overloaded":
+        # 529 overloaded_error (https://docs.anthropic.com/en/api/errors); other protocols: 503 UNAVAILABLE
+        if protocol == "anthropic":
+            return 529, _json({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, 529), (0, 0)
+        return 503, PROTOCOLS[protocol].error(503, "The model is overloaded. Please try again later."), (0, 0)
+    # 429_reset: a 429 that says when to come back only through the protocol's own signal
+    if protocol == "openai":
+        # x-ratelimit-reset-* are durations (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers)
+        headers = {
+            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": f"{round(wait * 1000)}ms",
+            "x-ratelimit-remaining-tokens": "150000",
+            "x-ratelimit-reset-tokens": "6m0s",
+        }
+        err = {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
+        return 429, _json(err, 429, headers), (0, 0)
+    if protocol == "anthropic":
+        # anthropic-ratelimit-*-reset are RFC 3339 times (https://docs.anthropic.com/en/api/rate-limits#response-headers)
+        when = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=wait)).isoformat(timespec="milliseconds")
+        headers = {
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": when.replace("+00:00", "Z"),
+        }
+        err = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit"}}
+        return 429, _json(err, 429, headers), (0, 0)
+    # Gemini: google.rpc.RetryInfo in the error details (https://ai.google.dev/gemini-api/docs/rate-limits;
+    # https://cloud.google.com/apis/design/errors#error_details)
+    err = {
+        "error": {
+            "code": 429,
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{wait:g}s"},
+            ],
+        }
+    }
+    return 429, _json(err, 429), (0, 0)
 
 
 def protocol_for(path: str) -> Protocol | None:

@@ -19,7 +19,8 @@ import logging
 from typing import Any, ClassVar, Mapping
 
 from ..errors import ConfigError
-from .base import ApiBackend, CallError, Completion, Query
+from ..outcomes import classify_anthropic_message
+from .base import ApiBackend, Completion, Query
 from .openai_backend import map_openai_error
 
 for _name in ("anthropic", "httpx", "httpx2", "httpcore"):
@@ -39,6 +40,9 @@ class AnthropicBackend(ApiBackend):
             raise ConfigError(f"models.{name}.thinking_budget must be 0 (off) or a number of tokens >= 1024")
         self.thinking_budget: int | None = budget
         self.reasoning_effort = settings.get("reasoning_effort")
+
+    def may_reason(self) -> bool:
+        return self.thinking_budget != 0 and self.thinking_budget is not None
 
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
@@ -90,20 +94,11 @@ class AnthropicBackend(ApiBackend):
         try:
             resp = await client.messages.create(**self.request(query))
         except Exception as exc:
-            raise map_openai_error(exc) from None
+            raise map_openai_error(exc, "anthropic", self.provider_name) from None
         return parse_message(resp)
 
 
 
 def parse_message(resp: Any) -> Completion:
-    blocks = getattr(resp, "content", None)
-    if not isinstance(blocks, list):
-        raise CallError("malformed response: no content blocks", retryable=True, kind="malformed")
-    text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
-    usage = getattr(resp, "usage", None)
-    return Completion(
-        text=text,
-        input_tokens=getattr(usage, "input_tokens", None),
-        output_tokens=getattr(usage, "output_tokens", None),
-        finish_reason=getattr(resp, "stop_reason", None),
-    )
+    """A Messages API message -> Completion with its outcome (see :mod:`sabre_prior.outcomes`)."""
+    return classify_anthropic_message(resp)

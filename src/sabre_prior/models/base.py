@@ -42,13 +42,21 @@ class Query:
 
 @dataclass
 class Completion:
-    """A successful answer.  Failures are raised, never returned as text."""
+    """One response that arrived.  Failed calls are raised (:class:`CallError`), never returned.
+
+    ``outcome`` (see :mod:`sabre_prior.outcomes`): ``"answer"``, ``"refusal"`` (the text is
+    then empty; any partial text is in ``extra["partial_text"]``) or ``"empty"``;
+    ``detail`` says why for a refusal or an empty answer.  ``output_tokens`` includes
+    reasoning or thinking tokens wherever the provider reports them apart.
+    """
 
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    outcome: str = "answer"
+    detail: str | None = None
 
 
 class CallError(Exception):
@@ -67,8 +75,9 @@ class CallError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
-        #: one of "rate_limit", "server", "timeout", "connection", "malformed",
-        #: "empty" (retryable), "auth", "not_found", "bad_request" (not), or "error".
+        #: one of "rate_limit", "overloaded", "server", "timeout", "connection", "malformed",
+        #: "empty" (retryable), "auth", "account", "not_found", "bad_request", "refusal" (not),
+        #: or "error".  "refusal": the provider rejected this question's content (final for it).
         self.kind = kind
 
     @property
@@ -77,8 +86,8 @@ class CallError(Exception):
         return not self.retryable and self.kind in FATAL_KINDS
 
 
-#: Non-retryable kinds that stop a whole run at once.
-FATAL_KINDS: frozenset[str] = frozenset({"auth", "not_found"})
+#: Non-retryable kinds that stop a whole run at once (bad key, unknown model, no quota or billing).
+FATAL_KINDS: frozenset[str] = frozenset({"auth", "not_found", "account"})
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any) -> float | None:
@@ -194,10 +203,14 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
         "paper_name",
         "concurrency",
         "batch_size",
+        "batch",  # provider batch API settings (sabre_prior.batch): same requests, same answers
         "rate_limits",
         "prices",
         "timeout_s",
         "max_attempts",
+        "empty_budget_retries",
+        "empty_retries",
+        "retry_refusals",
         "backoff_base_s",
         "backoff_max_s",
         "api_key_env",
@@ -216,7 +229,11 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
 
 
 def estimate_image_tokens(provider: str, width: int | None, height: int | None) -> int:
-    """Input tokens of one image by the providers' published rules of thumb (an estimate)."""
+    """Input tokens of one image by the provider's documented rule (an estimate; sources in docs/api_models.md).
+
+    ``provider`` is the endpoint's provider (``provider`` in params), not the wire
+    protocol: an OpenAI-compatible endpoint does not count images like OpenAI.
+    """
     if not width or not height:
         return 1000
     w, h = float(width), float(height)
@@ -226,14 +243,16 @@ def estimate_image_tokens(provider: str, width: int | None, height: int | None) 
         s = min(1.0, 768 / min(w, h))
         w, h = w * s, h * s
         return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-    if provider == "anthropic":  # fit 1568 on the long side, about w*h/750
+    if provider == "anthropic":  # w*h/750 after the API's downscale to 1568 px / ~1,600 tokens
         s = min(1.0, 1568 / max(w, h))
-        return max(1, round(w * s * h * s / 750))
-    if provider == "gemini":  # 258 per 768x768 tile (258 in all when both sides <= 384)
+        return max(1, min(1600, round(w * s * h * s / 750)))
+    if provider in ("gemini", "google"):  # 258 per 768x768 tile (258 in all when both sides <= 384)
         if w <= 384 and h <= 384:
             return 258
         return 258 * math.ceil(w / 768) * math.ceil(h / 768)
-    return max(85, round(w * h / 750))
+    if provider == "alibaba":  # Qwen3.x VL: one token per 32x32 pixels, +2, at most 16,384 per image
+        return min(16384, math.ceil(w / 32) * math.ceil(h / 32) + 2)
+    return max(85, round(w * h / 750))  # no documented rule found (xAI, Moonshot): Anthropic-like
 
 
 class MissingKeyError(BackendError):
@@ -313,6 +332,11 @@ class ApiBackend(Backend):
         self._clients: list[Any] = []
         self._turn = 0
 
+    @property
+    def provider_name(self) -> str:
+        """The provider serving the endpoint (``provider`` in params, else the backend's)."""
+        return str(self.settings.get("provider") or self.provider)
+
     # -- the key ------------------------------------------------------------------
     def api_key(self) -> str:
         value = os.environ.get(self.key_env, "")
@@ -344,6 +368,10 @@ class ApiBackend(Backend):
         self.api_key()
 
     # -- identity -----------------------------------------------------------------
+    def may_reason(self) -> bool:
+        """True when the request does not switch reasoning / thinking off (it may spend the output budget)."""
+        return False
+
     def generation_settings(self) -> dict[str, Any]:
         """Everything sent besides the prompt and the image that can change the answer."""
         return {
@@ -361,7 +389,7 @@ class ApiBackend(Backend):
         }
 
     def estimate_input_tokens(self, query: "Query", width: int | None, height: int | None) -> int:
-        return max(1, len(query.text) // 4) + estimate_image_tokens(self.provider, width, height)
+        return max(1, len(query.text) // 4) + estimate_image_tokens(self.provider_name, width, height)
 
     # -- SDK clients --------------------------------------------------------------
     #: requests in flight per SDK client: httpx's pool scans every connection for each

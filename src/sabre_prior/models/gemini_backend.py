@@ -20,19 +20,17 @@ import logging
 from typing import Any, ClassVar, Mapping
 
 from ..errors import ConfigError
-from .base import ApiBackend, CallError, Completion, Query, status_error
+from ..outcomes import call_error_from_exception, classify_gemini_response
+from .base import ApiBackend, CallError, Completion, Query
 
 for _name in ("google_genai", "google.genai", "httpx", "httpx2", "httpcore", "aiohttp"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 def map_gemini_error(exc: BaseException) -> CallError:
-    code = getattr(exc, "code", None)
-    if isinstance(code, int) and hasattr(exc, "details"):
-        message = getattr(exc, "message", None) or str(exc)
-        status = getattr(exc, "status", None)
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-        return status_error(code, f"{status + ': ' if status else ''}{message}", headers)
+    err = call_error_from_exception(exc, "gemini", "google")
+    if err is not None:
+        return err
     if isinstance(exc, asyncio.TimeoutError) or "Timeout" in type(exc).__name__:
         return CallError(f"request timed out ({type(exc).__name__})", retryable=True, kind="timeout")
     name = type(exc).__name__
@@ -56,6 +54,9 @@ class GeminiBackend(ApiBackend):
         if effort is not None and str(effort).upper() not in ("MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"):
             raise ConfigError(f"models.{name}.reasoning_effort must be minimal, low, medium, high or xhigh for Gemini")
         self.reasoning_effort: str | None = None if effort is None else str(effort).upper()
+
+    def may_reason(self) -> bool:
+        return self.thinking_budget != 0  # Gemini 3 models think at every thinking_level
 
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
@@ -115,28 +116,5 @@ class GeminiBackend(ApiBackend):
 
 
 def parse_generate_content(resp: Any) -> Completion:
-    candidates = getattr(resp, "candidates", None)
-    if not candidates:
-        feedback = getattr(resp, "prompt_feedback", None)
-        reason = getattr(feedback, "block_reason", None)
-        if reason:
-            raise CallError(f"the prompt was blocked ({reason})", retryable=False, kind="bad_request")
-        raise CallError("malformed response: no candidates", retryable=True, kind="malformed")
-    cand = candidates[0]
-    parts = getattr(getattr(cand, "content", None), "parts", None) or []
-    text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
-    usage = getattr(resp, "usage_metadata", None)
-    out = getattr(usage, "candidates_token_count", None)
-    thoughts = getattr(usage, "thoughts_token_count", None)
-    extra: dict[str, Any] = {}
-    if isinstance(thoughts, int) and thoughts:
-        extra["thoughts_tokens"] = thoughts
-        out = (out or 0) + thoughts
-    reason = getattr(cand, "finish_reason", None)
-    return Completion(
-        text=text,
-        input_tokens=getattr(usage, "prompt_token_count", None),
-        output_tokens=out,
-        finish_reason=getattr(reason, "value", reason),
-        extra=extra,
-    )
+    """A GenerateContentResponse -> Completion with its outcome (see :mod:`sabre_prior.outcomes`)."""
+    return classify_gemini_response(resp)

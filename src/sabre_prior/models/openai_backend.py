@@ -25,7 +25,8 @@ import logging
 from typing import Any, ClassVar, Mapping
 
 from ..errors import ConfigError
-from .base import ApiBackend, CallError, Completion, Query, status_error
+from ..outcomes import call_error_from_exception, classify_openai_chat
+from .base import ApiBackend, CallError, Completion, Query
 
 for _name in ("openai", "httpx", "httpx2", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
@@ -38,13 +39,11 @@ def data_url(query: Query) -> str:
     return f"data:{query.image_mime};base64,{base64.b64encode(query.image).decode('ascii')}"
 
 
-def map_openai_error(exc: BaseException) -> CallError:
+def map_openai_error(exc: BaseException, protocol: str = "openai", provider: str | None = None) -> CallError:
     """SDK exception -> CallError (shared with the Anthropic backend: same SDK family)."""
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        response = getattr(exc, "response", None)
-        message = getattr(exc, "message", None) or str(exc)
-        return status_error(status, str(message), getattr(response, "headers", None))
+    err = call_error_from_exception(exc, protocol, provider)
+    if err is not None:
+        return err
     name = type(exc).__name__
     if "Timeout" in name:
         return CallError(f"request timed out ({name})", retryable=True, kind="timeout")
@@ -70,6 +69,12 @@ class OpenAIBackend(ApiBackend):
         if settings.get("thinking_budget") is not None:
             raise ConfigError(f"models.{name}: thinking_budget is not an OpenAI setting; use reasoning_effort")
         self._raw_post: bool | None = None  # None: not checked yet
+
+    def may_reason(self) -> bool:
+        off = self.reasoning_effort == "none" or self.extra_body.get("enable_thinking") is False
+        thinking = self.extra_body.get("thinking")
+        off = off or (isinstance(thinking, Mapping) and thinking.get("type") == "disabled")
+        return not off
 
     def generation_settings(self) -> dict[str, Any]:
         out = super().generation_settings()
@@ -147,29 +152,11 @@ class OpenAIBackend(ApiBackend):
             else:
                 resp = await client.chat.completions.create(**self.request(query))
         except Exception as exc:
-            raise map_openai_error(exc) from None
-        return parse_chat_completion(resp)
+            raise map_openai_error(exc, "openai", self.provider_name) from None
+        return parse_chat_completion(resp, self.provider_name)
 
 
 
-def parse_chat_completion(resp: Any) -> Completion:
-    try:
-        choice = resp.choices[0]
-        content = choice.message.content
-    except (AttributeError, IndexError, TypeError):
-        raise CallError("malformed response: no choices[0].message", retryable=True, kind="malformed") from None
-    if content is not None and not isinstance(content, str):
-        raise CallError("malformed response: message content is not text", retryable=True, kind="malformed")
-    usage = getattr(resp, "usage", None)
-    extra: dict[str, Any] = {}
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None)
-    if isinstance(reasoning, int) and reasoning:
-        extra["reasoning_tokens"] = reasoning
-    return Completion(
-        text=content or "",
-        input_tokens=getattr(usage, "prompt_tokens", None),
-        output_tokens=getattr(usage, "completion_tokens", None),
-        finish_reason=getattr(choice, "finish_reason", None),
-        extra=extra,
-    )
+def parse_chat_completion(resp: Any, provider: str | None = None) -> Completion:
+    """A chat completion -> Completion with its outcome (see :func:`sabre_prior.outcomes.classify_openai_chat`)."""
+    return classify_openai_chat(resp, provider=provider)
