@@ -14,7 +14,8 @@ track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 * ``packages``: versions of Python and of the packages the configured models use.
 * ``params``: SHA-256 of ``params.yaml`` as a file.
 * ``data``: per Parquet split, its SHA-256, row count and columns.
-* ``models``: per model, its backend and model id.
+* ``models``: per model, its backend and model id (local models: also the
+  decoding protocol both local backends apply, see ``models.local_common.Decoding``).
 """
 
 from __future__ import annotations
@@ -198,6 +199,10 @@ def model_entries(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         if model_id is None and backend == "baseline":
             model_id = f"baseline/{settings.get('strategy')}"
         entries[name] = {"backend": backend, "model_id": model_id}
+        if backend in ("transformers", "vllm"):  # local models: the shared decoding protocol
+            from .models.local_common import decoding_for
+
+            entries[name]["decoding"] = decoding_for(name, settings)
     return entries
 
 
