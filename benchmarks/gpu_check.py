@@ -1,7 +1,7 @@
 """GPU check: one open VLM through both local backends on the full-size demo.
 
-Run on a machine with a CUDA GPU (the project installed with the ``local``
-extra, plus ``pip install vllm``)::
+Run on a machine with a CUDA GPU, in the pinned GPU environment
+(``bash scripts/install.sh --gpu``: vLLM with its torch and transformers)::
 
     python benchmarks/gpu_check.py --model Qwen/Qwen2.5-VL-7B-Instruct
     python benchmarks/gpu_check.py --model Qwen/Qwen2.5-VL-7B-Instruct --random-weights  # config only
@@ -25,8 +25,13 @@ meaningful (random weights rarely stop early: every answer runs to
 ``--max-new-tokens``, so questions/s is a pessimistic figure).  ``--tiny`` uses
 the test suite's tiny random LLaVA instead (no files needed; a smoke test).
 
-Target (issue 5): at least 20 questions/s for a 7B VLM with vLLM on one
-H100/H200-class GPU.  The results are also written as JSON (``--output``).
+Both backends decode with the one shared protocol (``models.local_common.Decoding``:
+greedy, ``--max-new-tokens``, repetition penalty 1.0, checkpoint defaults
+overridden), printed with the results, so the agreement figure compares the
+backends and not two decoding setups.
+
+Targets (issues 5 and 11) on one H200: vLLM >= 20 questions/s for a 7B VLM,
+transformers >= 2 questions/s, agreement >= 99% of answers.  The results are also written as JSON (``--output``).
 """
 
 from __future__ import annotations
@@ -325,8 +330,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<13}{r['load_s']:>8}{r['generate_s']:>9}{r['questions_per_s']:>9}{r['output_tokens_per_s']:>11}"
             f"{str(r['gpu_peak_mib']):>14}{str(r['torch_peak_mib']):>16}"
         )
+    from sabre_prior.models.local_common import decoding_for
+
+    decoding = decoding_for("gpu_check", backend_settings(args, "transformers", model_dir, False))
+    print(f"decoding (both backends): {decoding}")
     summary: dict[str, Any] = {
         "model": model_dir,
+        "decoding": decoding,
         "random_weights": bool(args.random_weights or args.tiny or args.dummy),
         "backends": {k: {kk: vv for kk, vv in v.items() if kk not in ("answers", "rows")} for k, v in results.items()},
     }
