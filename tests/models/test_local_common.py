@@ -227,7 +227,7 @@ def test_enforce_offline_sets_the_variable_and_an_imported_hub(monkeypatch) -> N
     import types
 
     fake = types.SimpleNamespace(HF_HUB_OFFLINE=False)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # restored after the test
     monkeypatch.setitem(sys.modules, "huggingface_hub.constants", fake)
     enforce_offline()
     import os

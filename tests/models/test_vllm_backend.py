@@ -4,6 +4,7 @@ itself only where vLLM imports and a CUDA GPU is visible."""
 from __future__ import annotations
 
 import base64
+import json
 import importlib.util
 import io
 import os
@@ -240,3 +241,65 @@ def test_vllm_engine_on_a_tiny_random_model(tmp_path: Path) -> None:
         assert [c.text for c in again] == [c.text for c in completions]
     finally:
         backend.close()
+
+
+# -- the backend's engine calls, against a stand-in for the vllm module ----------------------------
+def _fake_vllm(record: dict):
+    """A stand-in for the parts of vLLM's offline API the backend uses: ``LLM(**engine_args)``,
+    ``LLM.chat(messages, sampling_params, use_tqdm=..., chat_template=...)`` returning one
+    ``RequestOutput`` per conversation, ``LLM.get_tokenizer()`` and ``SamplingParams(**kw)``
+    (docs.vllm.ai: "Offline Inference", vllm.LLM.chat, vllm.SamplingParams)."""
+    import importlib.machinery
+    import types
+
+    module = types.ModuleType("vllm")
+    module.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+
+    class LLM:
+        def __init__(self, **kwargs):
+            record["engine"] = kwargs
+            record["offline_at_start"] = os.environ.get("HF_HUB_OFFLINE")
+
+        def get_tokenizer(self):
+            return SimpleNamespace(eos_token_id=99)
+
+        def chat(self, messages, sampling_params, **kwargs):
+            record.setdefault("chats", []).append((len(messages), kwargs))
+            return [_output(f"ok{i}") for i in range(len(messages))]
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            record["sampling"] = kwargs
+
+    module.LLM, module.SamplingParams = LLM, SamplingParams
+    return module
+
+
+def test_backend_drives_the_engine_as_configured(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("transformers", reason="the pre-flight loads the processor with transformers")
+    import sys
+
+    spec = importlib.util.spec_from_file_location("tiny_vlm", Path(__file__).resolve().parents[1] / "fixtures" / "tiny_vlm.py")
+    assert spec and spec.loader
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    model = tiny.build_tiny_vlm(tmp_path / "tiny")
+    (tmp_path / "t.jinja").write_text(tiny.CHAT_TEMPLATE)
+    record: dict = {}
+    monkeypatch.setitem(sys.modules, "vllm", _fake_vllm(record))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # restored after the test, as is the hub's constant
+    import huggingface_hub.constants as hub_constants
+
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", hub_constants.HF_HUB_OFFLINE)
+    backend = create_backend("tiny", {"backend": "vllm", "model_id": str(model), "max_new_tokens": 5,
+                                      "chat_template": str(tmp_path / "t.jinja"), "repetition_penalty": 1.1})  # fmt: skip
+    backend.check_ready()  # the processor pre-flight passes on the tiny LLaVA
+    completions = backend.complete_batch(QUERIES)
+    assert [c.text for c in completions] == ["ok0", "ok1"]
+    assert record["offline_at_start"] == "1"  # set before vLLM could import huggingface_hub
+    assert record["engine"]["limit_mm_per_prompt"] == {"image": 1, "video": 0}
+    eos = json.loads((model / "generation_config.json").read_text())["eos_token_id"]
+    assert record["sampling"]["stop_token_ids"] == [eos] and record["sampling"]["repetition_penalty"] == 1.1
+    assert record["sampling"]["max_tokens"] == 5 and record["sampling"]["temperature"] == 0.0
+    assert record["chats"] == [(2, {"use_tqdm": False, "chat_template": tiny.CHAT_TEMPLATE})]
+    assert backend.run_info()["decoding"]["repetition_penalty"] == 1.1

@@ -249,15 +249,29 @@ def decoding_for(name: str, settings: Mapping[str, Any]) -> dict[str, Any] | Non
     return LocalSettings.from_settings(name, settings).decoding.describe()
 
 
-def checkpoint_stop_ids(path: str | Path) -> set[int]:
-    """End-of-turn token ids of a checkpoint directory: ``eos_token_id`` of its
-    ``generation_config.json`` (else of ``config.json`` / its ``text_config``)."""
+def _checkpoint_file(source: "str | Path | ModelSource", name: str) -> Path | None:
+    """A file of a checkpoint directory, or of a hub model in the local cache."""
+    if isinstance(source, ModelSource) and not source.is_local_dir:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ModuleNotFoundError:
+            return None
+        found = try_to_load_from_cache(source.path_or_id, name, revision=source.revision)
+        return Path(found) if isinstance(found, str) else None
+    path = Path(source.path_or_id if isinstance(source, ModelSource) else source) / name
+    return path if path.is_file() else None
+
+
+def checkpoint_stop_ids(source: "str | Path | ModelSource") -> set[int]:
+    """End-of-turn token ids of a checkpoint (a directory, or a hub model in the local
+    cache): ``eos_token_id`` of its ``generation_config.json`` (else of ``config.json`` /
+    its ``text_config``). Both local backends stop at these."""
     import json
 
     ids: set[int] = set()
     for name in ("generation_config.json", "config.json"):
-        file = Path(path) / name
-        if not file.is_file():
+        file = _checkpoint_file(source, name)
+        if file is None:
             continue
         data = json.loads(file.read_text())
         for value in (data.get("eos_token_id"), (data.get("text_config") or {}).get("eos_token_id")):

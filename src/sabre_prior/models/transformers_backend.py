@@ -182,7 +182,7 @@ class TransformersBackend(LocalBackend):
 def _stop_token_ids(model: Any, tokenizer: Any, source: Any = None) -> set[int]:
     """Token ids that end an answer: the checkpoint's generation config eos ids (as the
     vLLM backend reads them) and the tokenizer's."""
-    ids: set[int] = set(checkpoint_stop_ids(source.path_or_id)) if source is not None and source.is_local_dir else set()
+    ids: set[int] = checkpoint_stop_ids(source) if source is not None else set()
     for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
         if value is None:
             continue

@@ -185,7 +185,7 @@ class VLLMBackend(LocalBackend):
             self._llm = LLM(**engine_kwargs(self.cfg, self.source))
         except OSError as exc:
             raise BackendError(missing_model_message(self.name, self.source, exc)) from exc
-        stop = checkpoint_stop_ids(self.source.path_or_id) if self.source.is_local_dir else set()
+        stop = checkpoint_stop_ids(self.source)
         if not stop:
             tokenizer = self._llm.get_tokenizer()
             stop = {int(tokenizer.eos_token_id)} if tokenizer.eos_token_id is not None else set()
