@@ -25,17 +25,12 @@ NEW_TOKENS = 3
 
 
 def _fixture(name: str):
-    import importlib.util
+    """A module of tests/fixtures (loaded once per session)."""
     import sys
 
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, FIXTURES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    if str(FIXTURES) not in sys.path:
+        sys.path.insert(0, str(FIXTURES))
+    return __import__(name)
 
 
 FAMILIES = list(_fixture("tiny_families").FAMILIES)
