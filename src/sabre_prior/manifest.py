@@ -43,8 +43,8 @@ BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
     "openai": ("openai",),
     "anthropic": ("anthropic",),
     "gemini": ("google-genai",),
-    "transformers": ("torch", "transformers", "accelerate"),
-    "vllm": ("vllm", "torch", "transformers"),
+    "transformers": ("torch", "torchvision", "transformers", "accelerate"),
+    "vllm": ("vllm", "torch", "torchvision", "transformers"),
 }
 _IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 

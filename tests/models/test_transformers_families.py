@@ -114,3 +114,31 @@ def test_the_image_reaches_the_model(family: str, checkpoints: dict[str, Path]) 
         logits = backend._model(**inputs).logits[:, -1].float()
     assert not torch.allclose(logits[0], logits[1], atol=1e-6)
     backend.close()
+
+
+@pytest.mark.parametrize(("family", "package"), [("qwen2_vl", "torchvision"), ("smolvlm", "num2words")])
+def test_a_missing_processor_package_is_named_before_loading(family: str, package: str, checkpoints: dict[str, Path], tmp_path: Path) -> None:
+    """In an environment without ``package`` (this one's site-packages less that package),
+    the pre-flight stops with one line naming it, instead of a traceback from AutoProcessor."""
+    import os
+    import site
+    import subprocess
+    import sys
+
+    site_packages = next(p for p in site.getsitepackages() if p.endswith("site-packages"))
+    view = tmp_path / "site"
+    view.mkdir()
+    for entry in os.listdir(site_packages):
+        if not entry.lower().startswith(package):
+            (view / entry).symlink_to(Path(site_packages) / entry)
+    src = Path(__file__).resolve().parents[2] / "src"
+    code = (
+        "from sabre_prior.models.base import create_backend\n"
+        f"b = create_backend('m', {{'backend': 'transformers', 'model_id': {str(checkpoints[family])!r}, 'device': 'cpu'}})\n"
+        "b.check_ready()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{view}{os.pathsep}{src}"}
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("sabre_prior.errors.BackendError: models.m: the processor of") and f"'{package}'" in last, proc.stderr[-2000:]
