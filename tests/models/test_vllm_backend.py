@@ -303,3 +303,23 @@ def test_backend_drives_the_engine_as_configured(tmp_path, monkeypatch: pytest.M
     assert record["sampling"]["max_tokens"] == 5 and record["sampling"]["temperature"] == 0.0
     assert record["chats"] == [(2, {"use_tqdm": False, "chat_template": tiny.CHAT_TEMPLATE})]
     assert backend.run_info()["decoding"]["repetition_penalty"] == 1.1
+
+
+def test_tokenizer_only_checkpoints_pass_the_vllm_preflight(tmp_path) -> None:
+    """InternVL's original repos (trust_remote_code) give AutoProcessor a tokenizer alone;
+    vLLM places their images itself, so only the chat template is required."""
+    pytest.importorskip("transformers")
+    from sabre_prior.models.local_common import preflight_processor
+
+    spec = importlib.util.spec_from_file_location("tiny_vlm", Path(__file__).resolve().parents[1] / "fixtures" / "tiny_vlm.py")
+    assert spec and spec.loader
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    tokenizer = tiny.build_tokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    cfg = _cfg()
+    source = resolve_model_source(str(tmp_path))
+    assert preflight_processor("m", source, cfg, engine_places_images=True) is not None
+    with pytest.raises(BackendError, match="has no tokenizer|not a vision-language"):
+        preflight_processor("m", source, cfg)

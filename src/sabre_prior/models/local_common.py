@@ -430,7 +430,7 @@ def image_tokens_of(processor: Any) -> list[str]:
     return found
 
 
-def preflight_processor(name: str, source: "ModelSource", cfg: "LocalSettings") -> Any:
+def preflight_processor(name: str, source: "ModelSource", cfg: "LocalSettings", *, engine_places_images: bool = False) -> Any:
     """Load the model's processor (tokenizer and image processor; no weights, seconds) and
     check that it can serve an image question: a chat template (the checkpoint's or the
     ``chat_template`` setting) that places the processor's image token. Every failure is
@@ -451,6 +451,15 @@ def preflight_processor(name: str, source: "ModelSource", cfg: "LocalSettings") 
             message = f"models.{name}: the processor of {source.path_or_id} cannot be loaded ({type(exc).__name__}: {first})"
         raise BackendError(message) from exc
     tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is None and engine_places_images and hasattr(processor, "apply_chat_template"):
+        # a tokenizer alone (e.g. InternVL's original repos with trust_remote_code): vLLM's own
+        # multimodal processor inserts the image placeholders; a chat template is still needed
+        if not (cfg.chat_template or getattr(processor, "chat_template", None)):
+            raise BackendError(
+                f"models.{name}: {source.path_or_id} ships no chat template; set models.{name}.chat_template "
+                f"to a Jinja template (or a .jinja file)"
+            )
+        return processor
     if tokenizer is None:
         raise BackendError(f"models.{name}: {source.path_or_id} has no tokenizer (not a vision-language chat model)")
     if cfg.chat_template:

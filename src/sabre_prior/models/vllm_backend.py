@@ -173,7 +173,7 @@ class VLLMBackend(LocalBackend):
                 "install the pinned GPU environment: bash scripts/install.sh --gpu"
             )
         check_model_files(self.name, self.source)  # the engine starts at the first batch
-        preflight_processor(self.name, self.source, self.cfg)
+        preflight_processor(self.name, self.source, self.cfg, engine_places_images=True)
 
     def _load(self) -> None:
         if self._llm is not None:
