@@ -3,17 +3,22 @@
 #   bash scripts/install.sh          # the pipeline (demo, API backends, DVC)
 #   bash scripts/install.sh --test   # + test tools, local-model stack on CPU, SLURM plugin,
 #                                    #   and (as root, with apt-get) chromium, slurm-wlm, munge
+#   bash scripts/install.sh --gpu    # the pinned GPU environment: vLLM with its torch, torchvision and
+#                                    #   transformers (requirements-gpu.lock; Linux x86_64, NVIDIA driver for CUDA 13)
 # Idempotent: re-running only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_test=0
+want_gpu=0
 for arg in "$@"; do
   case "$arg" in
     --test) want_test=1 ;;
-    *) echo "usage: bash scripts/install.sh [--test]" >&2; exit 2 ;;
+    --gpu) want_gpu=1 ;;
+    *) echo "usage: bash scripts/install.sh [--test] [--gpu]" >&2; exit 2 ;;
   esac
 done
+PIP_VERSION=26.3  # resolves the GPU lock from wheel metadata alone (tests/test_lock.py)
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -21,8 +26,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 
+python -m pip install -q "pip==$PIP_VERSION"
 # the pinned, reproducible dependency set (regenerate: bash scripts/lock.sh)
-pip install -q -r requirements.lock
+if [ "$want_gpu" = 1 ]; then
+  # vLLM pins its torch; this machine's pip constraints (if any) are for CPU machines
+  PIP_CONSTRAINT=/dev/null pip install -q -r requirements-gpu.lock
+else
+  pip install -q -r requirements.lock
+fi
 pip install -q --no-deps -e .
 
 if [ "$want_test" = 1 ]; then

@@ -69,3 +69,11 @@ def test_smoke_run_on_cpu(tmp_path: Path) -> None:
     assert 10 <= hf["output_tokens"] <= 30 and hf["input_tokens"] > 160
     assert (work / "random-weights" / "config.json").exists()
     assert "questions" in proc.stdout and "q/s" in proc.stdout
+    assert result["decoding"]["strategy"] == "greedy" and result["decoding"]["max_new_tokens"] == 3
+    # a random checkpoint of a family architecture, built from no files (the 7B one needs a GPU)
+    proc = subprocess.run([*base, "--random-arch", "qwen2_5_vl", "--output", str(tmp_path / "a.json")],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    arch = json.loads((tmp_path / "a.json").read_text())
+    assert arch["backends"]["transformers"]["questions"] == 10 and "transformers target" in proc.stdout
+    assert json.loads((work / "random-qwen2_5_vl" / "config.json").read_text())["model_type"] == "qwen2_5_vl"

@@ -3,7 +3,11 @@ environment.yml and the environment the tests run in. Regenerate with `bash scri
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -50,7 +54,11 @@ def _requirements(extras: list[str]) -> list[Requirement]:
 
 @pytest.mark.parametrize(
     ("lock", "extras"),
-    [("requirements.lock", ["api"]), ("requirements-test.lock", ["api", "local", "cluster", "test"])],
+    [
+        ("requirements.lock", ["api"]),
+        ("requirements-test.lock", ["api", "local", "cluster", "test"]),
+        ("requirements-gpu.lock", ["api", "local"]),
+    ],
 )
 def test_lock_pins_every_declared_dependency_within_its_range(lock: str, extras: list[str]) -> None:
     pins = _pins(lock)
@@ -65,9 +73,59 @@ def test_test_lock_extends_the_pipeline_lock_with_the_same_versions() -> None:
     assert {k: full.get(k) for k in base} == base
 
 
-def test_torch_is_pinned_to_the_cpu_build_release() -> None:
-    assert _pins("requirements-test.lock")["torch"] == "2.13.0"
+def test_the_local_stack_runs_every_processor_family() -> None:
+    """torchvision (Qwen2-VL/2.5-VL, LLaVA-OneVision, InternVL video processors) and num2words
+    (SmolVLM2) are in the local extra's lock, with PyPI's default torch/torchvision pair (the
+    CUDA 13 builds, which also run on CPU: README "Which torch"), not the CPU-only torch 2.13.0
+    next to which PyPI's torchvision 0.28.0 cannot load its operators."""
+    pins = _pins("requirements-test.lock")
+    assert (pins["torch"], pins["torchvision"]) == ("2.14.1", "0.29.1")
+    assert "num2words" in pins
     assert "torch" not in _pins("requirements.lock")  # the pipeline alone needs no torch
+    installed = metadata.version("torchvision").split("+", 1)[0] if _installed("torchvision") else None
+    if installed is not None:
+        import torchvision  # noqa: F401  (its C extension loads next to this torch)
+
+        assert installed == pins["torchvision"]
+
+
+def _installed(name: str) -> bool:
+    try:
+        metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_gpu_lock_pins_vllm_with_its_torch_and_transformers() -> None:
+    gpu = _pins("requirements-gpu.lock")
+    wanted = Requirement(next(l for l in (ROOT / "requirements-gpu.in").read_text().splitlines() if l and not l.startswith("#")))
+    assert wanted.specifier.contains(Version(gpu["vllm"]))
+    for name in ("torch", "torchvision", "transformers", "num2words", "accelerate"):
+        assert name in gpu, f"requirements-gpu.lock: {name} missing ({REGENERATE})"
+    for req in _requirements(["api", "local"]):
+        assert req.specifier.contains(Version(gpu[_norm(req.name)]), prereleases=True), f"requirements-gpu.lock: {req} vs {gpu[_norm(req.name)]}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SABRE_SKIP_REGISTRY") == "1", reason="SABRE_SKIP_REGISTRY=1: no package registry here")
+def test_gpu_lock_resolves_to_itself(tmp_path: Path) -> None:
+    """pip's resolver, from the registry's wheel metadata only (lazy wheels: no CUDA wheel is
+    downloaded), installs exactly requirements-gpu.lock: every pin exists for Linux x86_64 /
+    Python 3.11 and the pins satisfy each other. Fails as soon as the lock drifts."""
+    pip_version = Version(metadata.version("pip"))
+    if pip_version < Version("25.0"):
+        pytest.skip(f"pip {pip_version} downloads whole wheels in --dry-run; scripts/install.sh installs pip 26.3")
+    report = tmp_path / "report.json"
+    env = dict(os.environ, PIP_CONSTRAINT="/dev/null")  # a GPU machine has no constraints of ours
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--use-feature=fast-deps",
+         "--report", str(report), "-r", str(ROOT / "requirements-gpu.lock")],
+        capture_output=True, text=True, timeout=900, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"requirements-gpu.lock does not resolve ({REGENERATE}):\n{proc.stderr[-3000:]}"
+    resolved = {_norm(i["metadata"]["name"]): i["metadata"]["version"].split("+", 1)[0] for i in json.loads(report.read_text())["install"]}
+    assert resolved == _pins("requirements-gpu.lock")
 
 
 def test_environment_yml_is_in_step_with_the_lock() -> None:

@@ -550,7 +550,10 @@ class Engine:
             latency = (time.perf_counter() - t0) / max(1, len(queries))
             if err is None:
                 for group, completion in zip(chunk, completions):
-                    if completion.outcome == REFUSAL:
+                    if isinstance(completion, CallError):  # this question alone failed (e.g. a prompt vLLM cannot serve)
+                        self.stats.count_error(completion.kind)
+                        self._fail(group, f"{completion.kind}: {redact(str(completion), self._secrets)}")
+                    elif completion.outcome == REFUSAL:
                         self._succeed(group, completion, latency=latency, attempts=attempt, rejected=0)
                     elif self.s.retry_empty and not completion.text.strip():
                         self._fail(group, "empty: empty answer")

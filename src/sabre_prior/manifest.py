@@ -15,7 +15,8 @@ track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 * ``params``: SHA-256 of ``params.yaml`` as a file.
 * ``data``: per Parquet split, its SHA-256, row count and columns (and for a hub source the commit read).
 * ``models``: per model, its backend, model id and (API models) the decoding
-  actually requested (temperature, token limit, reasoning / thinking settings).
+  actually requested (temperature, token limit, reasoning / thinking settings; local models:
+  the decoding protocol both local backends apply, see ``models.local_common.Decoding``).
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
     "openai": ("openai",),
     "anthropic": ("anthropic",),
     "gemini": ("google-genai",),
-    "transformers": ("torch", "transformers", "accelerate"),
-    "vllm": ("vllm", "torch", "transformers"),
+    "transformers": ("torch", "torchvision", "transformers", "accelerate"),
+    "vllm": ("vllm", "torch", "torchvision", "transformers"),
 }
 _IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 
@@ -198,12 +199,19 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
 def requested_decoding(name: str, settings: Mapping[str, Any]) -> dict[str, Any] | None:
     """What an API model is actually asked for (temperature, token limit, thinking...), as sent.
 
+    Local models (transformers, vllm): the decoding protocol both local backends apply.
     None for other backends.  A provider that cannot decode as the paper did
     (temperature 0, no thinking) shows here what it was sent instead.
     """
     from .models.base import ApiBackend, backend_class
+    from .models.local_common import LOCAL_BACKENDS
 
-    cls = backend_class(str(settings.get("backend")))
+    backend = str(settings.get("backend"))
+    if backend in LOCAL_BACKENDS:
+        from .models.local_common import decoding_for
+
+        return decoding_for(name, settings)
+    cls = backend_class(backend)
     if not issubclass(cls, ApiBackend):
         return None
     return cls(name, settings).generation_settings()

@@ -135,8 +135,9 @@ STAGES: tuple[Stage, ...] = (
         "evaluate",
         ("model",),
         "sabre evaluate --predictions results/predictions/{model} --data data/parquet --params params.yaml"
-        " --output results/metrics/{model}.json --trace-dir results/traces/{model}",
-        deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET),
+        " --output results/metrics/{model}.json --trace-dir results/traces/{model} --usage results/usage/{model}",
+        # the usage summaries name the refused questions (counted in the metrics' `refused`)
+        deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET, "results/usage/{model}/{*split}.json"),
         outs=(Out("results/metrics/{model}.json", kind="metric"), Out("results/traces/{model}/{*split}.jsonl")),
         params=("splits",),
         code=("data", "evaluate", "prompts", "scoring"),

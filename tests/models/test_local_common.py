@@ -11,7 +11,14 @@ from PIL import Image
 from sabre_prior.errors import BackendError, ConfigError
 from sabre_prior.models.base import Query
 from sabre_prior.models.local_common import (
+    DECODING_PROTOCOL,
+    Decoding,
     LocalSettings,
+    checkpoint_stop_ids,
+    decoding_for,
+    enforce_offline,
+    processor_import_message,
+    read_chat_template,
     batched,
     decode_image,
     generated_length,
@@ -59,6 +66,8 @@ def test_settings_defaults_and_values() -> None:
         ({"model_id": "m", "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
         ({"model_id": "m", "processor_kwargs": [1]}, "processor_kwargs"),
         ({"model_id": "m", "temprature": 0}, "temprature"),
+        ({"model_id": "m", "repetition_penalty": 0}, "repetition_penalty"),
+        ({"model_id": "m", "chat_template": ""}, "chat_template"),
     ],
 )
 def test_bad_settings_name_the_field(settings: dict, field: str) -> None:
@@ -69,9 +78,10 @@ def test_bad_settings_name_the_field(settings: dict, field: str) -> None:
 def test_cache_identity_ignores_hardware_settings() -> None:
     a = local_cache_identity({"backend": "vllm", "model_id": "x", "batch_size": 4, "gpus": 2, "device": "cuda:1"})
     b = local_cache_identity({"backend": "vllm", "model_id": "x", "batch_size": 256, "tensor_parallel_size": 4})
-    assert a == b == {"backend": "vllm", "model_id": "x", "max_new_tokens": 64, "dtype": "auto"}
+    assert a == b == {"backend": "vllm", "model_id": "x", "max_new_tokens": 64, "dtype": "auto", "decoding": DECODING_PROTOCOL}
     c = local_cache_identity({"backend": "vllm", "model_id": "x", "max_new_tokens": 8})
     assert c != a
+    assert local_cache_identity({"backend": "vllm", "model_id": "x", "repetition_penalty": 1.05}) != a
 
 
 # -- where the model comes from ---------------------------------------------------------
@@ -170,3 +180,78 @@ def test_open_model_presets_are_valid() -> None:
         cfg = LocalSettings.from_settings(name, settings)  # no unknown or malformed keys
         assert settings["backend"] in ("transformers", "vllm") and cfg.dtype == "bfloat16"
         assert job_resources(settings)["gpu"] >= 1
+
+
+# -- the decoding protocol -----------------------------------------------------------------------
+def test_one_decoding_protocol_for_both_backends() -> None:
+    cfg = LocalSettings.from_settings("m", {"backend": "vllm", "model_id": "x", "max_new_tokens": 12, "seed": 3})
+    assert cfg.decoding == Decoding(max_new_tokens=12, repetition_penalty=1.0, seed=3)
+    hf = cfg.decoding.transformers_kwargs({7, 2}, pad_id=0)
+    vl = cfg.decoding.vllm_kwargs([2, 7])
+    # greedy with no filtering and no penalty in both; same length limit and stop tokens
+    assert hf["do_sample"] is False and hf["num_beams"] == 1 and hf["temperature"] is None and hf["top_k"] is None
+    assert vl["temperature"] == 0.0 and vl["top_p"] == 1.0 and vl["presence_penalty"] == vl["frequency_penalty"] == 0.0
+    assert hf["repetition_penalty"] == vl["repetition_penalty"] == 1.0
+    assert hf["max_new_tokens"] == vl["max_tokens"] == 12
+    assert hf["eos_token_id"] == vl["stop_token_ids"] == [2, 7]
+    # a model may set its own repetition penalty: both backends get it
+    qwen = LocalSettings.from_settings("q", {"backend": "transformers", "model_id": "x", "repetition_penalty": 1.05})
+    assert qwen.decoding.transformers_kwargs([], None)["repetition_penalty"] == qwen.decoding.vllm_kwargs([])["repetition_penalty"] == 1.05
+
+
+def test_decoding_is_described_for_the_manifest() -> None:
+    described = decoding_for("m", {"backend": "transformers", "model_id": "x", "max_new_tokens": 8})
+    assert described is not None
+    assert (described["strategy"], described["temperature"], described["max_new_tokens"], described["repetition_penalty"]) == ("greedy", 0.0, 8, 1.0)
+    assert decoding_for("gpt", {"backend": "openai", "model_id": "gpt", "api_key_env": "K"}) is None
+
+
+def test_manifest_records_each_local_models_decoding() -> None:
+    from sabre_prior.manifest import model_entries
+
+    entries = model_entries({"models": {"a": {"backend": "vllm", "model_id": "x", "repetition_penalty": 1.1}, "b": {"backend": "baseline", "strategy": "yes"}}})
+    assert entries["a"]["decoding"]["repetition_penalty"] == 1.1 and "decoding" not in entries["b"]
+
+
+def test_checkpoint_stop_ids(tmp_path) -> None:
+    assert checkpoint_stop_ids(tmp_path) == set()
+    (tmp_path / "config.json").write_text('{"text_config": {"eos_token_id": 5}}')
+    assert checkpoint_stop_ids(tmp_path) == {5}
+    (tmp_path / "generation_config.json").write_text('{"eos_token_id": [1, 106], "repetition_penalty": 1.05}')
+    assert checkpoint_stop_ids(tmp_path) == {1, 106}
+
+
+# -- offline mode and pre-flight messages ----------------------------------------------------------------
+def test_enforce_offline_sets_the_variable_and_an_imported_hub(monkeypatch) -> None:
+    import sys
+    import types
+
+    fake = types.SimpleNamespace(HF_HUB_OFFLINE=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # restored after the test
+    monkeypatch.setitem(sys.modules, "huggingface_hub.constants", fake)
+    enforce_offline()
+    import os
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1" and fake.HF_HUB_OFFLINE is True
+
+
+def test_processor_import_messages_name_the_package() -> None:
+    # transformers' message when a processor needs torchvision (utils/import_utils.py TORCHVISION_IMPORT_ERROR)
+    exc = ImportError("Qwen2VLVideoProcessor requires the Torchvision library but it was not found in your environment.")
+    assert "'torchvision'" in processor_import_message("q", "Qwen/Qwen2-VL-7B-Instruct", exc)
+    assert "'num2words'" in processor_import_message("s", "m", ModuleNotFoundError("No module named 'num2words'", name="num2words"))
+    # a CUDA torchvision next to a CPU torch: its C extension fails to register its operators
+    broken = RuntimeError("operator torchvision::nms does not exist")
+    assert "matching pair" in processor_import_message("q", "m", broken)
+    assert processor_import_message("q", "m", ValueError("something else")) is None
+
+
+def test_chat_template_setting_inline_or_file(tmp_path) -> None:
+    inline = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    assert read_chat_template(inline) == inline
+    (tmp_path / "t.jinja").write_text(inline)
+    assert read_chat_template(str(tmp_path / "t.jinja")) == inline
+    (tmp_path / "chat_template.json").write_text('{"chat_template": "x{{ y }}"}')
+    assert read_chat_template(str(tmp_path / "chat_template.json")) == "x{{ y }}"
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_chat_template(str(tmp_path / "missing.jinja"))

@@ -146,9 +146,48 @@ def test_not_a_vision_model(tmp_path: Path) -> None:
         _backend(tmp_path).check_ready()
     (tmp_path / "config.json").write_text('{"model_type": "bert", "hidden_size": 8}')
     backend = _backend(tmp_path)
+    # the pre-flight (processor only, no weights) stops it in one line
+    with pytest.raises(BackendError, match=r"models\.tiny: .*(no tokenizer|processor of .* cannot be loaded|cannot load)"):
+        backend.check_ready()
+
+
+def test_checkpoint_generation_defaults_do_not_change_answers(tiny_model: Path, tmp_path: Path) -> None:
+    """A generation_config.json asking for sampling and a strong repetition penalty (as
+    Qwen's 1.05, but larger) is overridden by the shared protocol; the model setting is not."""
+    import json
+    import shutil
+
+    plain = [c.text for c in _backend(tiny_model, max_new_tokens=8).complete_batch(QUERIES)]
+    noisy = tmp_path / "noisy"
+    shutil.copytree(tiny_model, noisy)
+    gen = json.loads((noisy / "generation_config.json").read_text())
+    gen.update(do_sample=True, temperature=3.0, top_k=2, top_p=0.5, repetition_penalty=50.0, no_repeat_ngram_size=1)
+    (noisy / "generation_config.json").write_text(json.dumps(gen))
+    assert [c.text for c in _backend(noisy, max_new_tokens=8).complete_batch(QUERIES)] == plain
+    penalised = [c.text for c in _backend(tiny_model, max_new_tokens=8, repetition_penalty=50.0).complete_batch(QUERIES)]
+    assert penalised != plain  # the setting itself is applied (the check above can fail)
+
+
+def test_missing_chat_template_is_refused_before_loading(tiny_model: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(tiny_model, bare)
+    for f in ("chat_template.json", "chat_template.jinja"):
+        (bare / f).unlink(missing_ok=True)
+    for f in ("tokenizer_config.json", "processor_config.json"):
+        if (bare / f).exists():
+            data = json.loads((bare / f).read_text())
+            data.pop("chat_template", None)
+            (bare / f).write_text(json.dumps(data))
+    with pytest.raises(BackendError, match=r"ships no chat template.*set models\.tiny\.chat_template"):
+        _backend(bare).check_ready()
+    template = tmp_path / "llava.jinja"
+    template.write_text(load_tiny_vlm_module().CHAT_TEMPLATE)
+    backend = _backend(bare, chat_template=str(template), max_new_tokens=3)
     backend.check_ready()
-    with pytest.raises(BackendError, match=r"models\.tiny: .* cannot be loaded as an image-text-to-text model"):
-        backend.complete_batch(QUERIES[:1])
+    assert len(backend.complete_batch(QUERIES[:2])) == 2
 
 
 # -- the whole pipeline ------------------------------------------------------------------

@@ -165,7 +165,9 @@ class Backend:
         return max(1, len(query.text) // 4) + estimate_image_tokens("generic", width, height)
 
     # -- calling styles -----------------------------------------------------------
-    def complete_batch(self, queries: Sequence[Query]) -> list[Completion]:
+    def complete_batch(self, queries: Sequence[Query]) -> "list[Completion | CallError]":
+        """One answer per question; a :class:`CallError` in a question's place fails that
+        question alone (raising one fails, or retries, the whole batch)."""
         raise NotImplementedError(f"backend {type(self).__name__} has no batch mode")
 
     async def acomplete(self, query: Query) -> Completion:

@@ -22,6 +22,8 @@ T = TypeVar("T")
 DEFAULT_MAX_NEW_TOKENS = 64  # the authors' screening client: at most 64 output tokens
 DEFAULT_BATCH_SIZE = 16  # as the engine's default chunk for batch backends
 DTYPES = ("auto", "bfloat16", "float16", "float32")
+#: Version of the decoding protocol (:class:`Decoding`); part of every local model's cache identity.
+DECODING_PROTOCOL = "greedy-explicit-1"
 
 #: Settings that decide where and how fast a model runs, never what it answers;
 #: they are left out of the journal's cache identity.
@@ -63,6 +65,8 @@ KNOWN_KEYS = HARDWARE_KEYS | OPERATIONAL_KEYS | frozenset(
         "processor_kwargs",
         "model_kwargs",
         "prompt_template",
+        "repetition_penalty",
+        "chat_template",
     }
 )
 
@@ -93,6 +97,8 @@ class LocalSettings:
     system_prompt: str | None = None
     processor_kwargs: dict[str, Any] = field(default_factory=dict)
     model_kwargs: dict[str, Any] = field(default_factory=dict)
+    repetition_penalty: float = 1.0
+    chat_template: str | None = None  # a Jinja template, or a path to a .jinja/.json file holding one
 
     @classmethod
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> "LocalSettings":
@@ -130,6 +136,12 @@ class LocalSettings:
         gpus = settings.get("gpus", 1)
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
             raise ConfigError(f"{where}.gpus must be an integer >= 0, got {gpus!r}")
+        penalty = settings.get("repetition_penalty", 1.0)
+        if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or float(penalty) <= 0:
+            raise ConfigError(f"{where}.repetition_penalty must be a number > 0, got {penalty!r}")
+        template = settings.get("chat_template")
+        if template is not None and (not isinstance(template, str) or not template.strip()):
+            raise ConfigError(f"{where}.chat_template must be a Jinja template or the path of a file holding one")
         util = settings.get("gpu_memory_utilization")
         if util is not None and not (isinstance(util, (int, float)) and 0 < float(util) <= 1):
             raise ConfigError(f"{where}.gpu_memory_utilization must be in (0, 1], got {util!r}")
@@ -154,7 +166,120 @@ class LocalSettings:
             system_prompt=settings.get("system_prompt") or None,
             processor_kwargs=mapping("processor_kwargs"),
             model_kwargs=mapping("model_kwargs"),
+            repetition_penalty=float(penalty),
+            chat_template=template,
         )
+
+    @property
+    def decoding(self) -> "Decoding":
+        return Decoding(max_new_tokens=self.max_new_tokens, repetition_penalty=self.repetition_penalty, seed=self.seed)
+
+
+# ---------------------------------------------------------------------------
+# The decoding protocol (one for both local backends)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Decoding:
+    """How every local model decodes: greedy (temperature 0, no top-p/top-k/min-p
+    filtering, no presence/frequency penalty, one candidate), at most
+    ``max_new_tokens`` new tokens, ``repetition_penalty`` 1.0 unless the model's
+    settings say otherwise, stopping at the checkpoint's end-of-turn tokens.
+
+    It is passed explicitly to both backends, so a checkpoint's
+    ``generation_config.json`` defaults (e.g. Qwen's ``repetition_penalty: 1.05``,
+    ``do_sample: true`` with a temperature) never change an answer: transformers
+    applies ``generate()`` keyword arguments over the model's generation config,
+    and vLLM applies an explicit ``SamplingParams`` as given.
+    """
+
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    repetition_penalty: float = 1.0
+    seed: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        """The protocol as written to the run manifest and the run log."""
+        return {
+            "strategy": "greedy",
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "top_k": None,
+            "max_new_tokens": self.max_new_tokens,
+            "repetition_penalty": self.repetition_penalty,
+            "checkpoint_generation_config": "overridden (only its end-of-turn token ids are used)",
+        }
+
+    def transformers_kwargs(self, stop_ids: Sequence[int], pad_id: int | None) -> dict[str, Any]:
+        """Keyword arguments of ``model.generate`` (they override the checkpoint's generation config)."""
+        return {
+            "do_sample": False,
+            "num_beams": 1,
+            "max_new_tokens": self.max_new_tokens,
+            "min_new_tokens": None,
+            "repetition_penalty": self.repetition_penalty,
+            "no_repeat_ngram_size": 0,
+            "temperature": None,
+            "top_p": None,
+            "top_k": None,
+            "min_p": None,
+            "eos_token_id": sorted(stop_ids) or None,
+            "pad_token_id": pad_id,
+        }
+
+    def vllm_kwargs(self, stop_ids: Sequence[int]) -> dict[str, Any]:
+        """Keyword arguments of ``vllm.SamplingParams`` (every sampling field set)."""
+        return {
+            "n": 1,
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "top_k": 0,  # vLLM: 0 (or -1 in older releases) switches top-k off; greedy ignores it anyway
+            "min_p": 0.0,
+            "presence_penalty": 0.0,
+            "frequency_penalty": 0.0,
+            "repetition_penalty": self.repetition_penalty,
+            "max_tokens": self.max_new_tokens,
+            "stop_token_ids": sorted(stop_ids),
+            "seed": self.seed,
+        }
+
+
+def decoding_for(name: str, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The decoding protocol of a configured model (None for API and offline models)."""
+    if settings.get("backend") not in LOCAL_BACKENDS:
+        return None
+    return LocalSettings.from_settings(name, settings).decoding.describe()
+
+
+def _checkpoint_file(source: "str | Path | ModelSource", name: str) -> Path | None:
+    """A file of a checkpoint directory, or of a hub model in the local cache."""
+    if isinstance(source, ModelSource) and not source.is_local_dir:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ModuleNotFoundError:
+            return None
+        found = try_to_load_from_cache(source.path_or_id, name, revision=source.revision)
+        return Path(found) if isinstance(found, str) else None
+    path = Path(source.path_or_id if isinstance(source, ModelSource) else source) / name
+    return path if path.is_file() else None
+
+
+def checkpoint_stop_ids(source: "str | Path | ModelSource") -> set[int]:
+    """End-of-turn token ids of a checkpoint (a directory, or a hub model in the local
+    cache): ``eos_token_id`` of its ``generation_config.json`` (else of ``config.json`` /
+    its ``text_config``). Both local backends stop at these."""
+    import json
+
+    ids: set[int] = set()
+    for name in ("generation_config.json", "config.json"):
+        file = _checkpoint_file(source, name)
+        if file is None:
+            continue
+        data = json.loads(file.read_text())
+        for value in (data.get("eos_token_id"), (data.get("text_config") or {}).get("eos_token_id")):
+            if value is not None:
+                ids.update(int(v) for v in (value if isinstance(value, list) else [value]))
+        if ids:
+            break
+    return ids
 
 
 def local_cache_identity(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,12 +288,27 @@ def local_cache_identity(settings: Mapping[str, Any]) -> dict[str, Any]:
     identity = {k: v for k, v in sorted(settings.items()) if k not in HARDWARE_KEYS}
     identity.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
     identity.setdefault("dtype", "auto")
+    # answers made before the shared protocol (checkpoint generation defaults applied) are not reused
+    identity.setdefault("decoding", DECODING_PROTOCOL)
     return identity
 
 
 # ---------------------------------------------------------------------------
 # Where the model comes from
 # ---------------------------------------------------------------------------
+def enforce_offline() -> None:
+    """Switch the Hugging Face hub off for this process and its children (vLLM's
+    workers): ``HF_HUB_OFFLINE=1`` is read by ``huggingface_hub`` when it is first
+    imported, so it is set here before vLLM or the hub library is imported; where the
+    hub library was imported already (by ``datasets``), its constant is switched too."""
+    import sys
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = True
+
+
 def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
     """True when ``HF_HUB_OFFLINE`` (or the older ``TRANSFORMERS_OFFLINE``) is set."""
     env = os.environ if environ is None else environ
@@ -229,6 +369,124 @@ def check_model_files(name: str, source: ModelSource) -> None:
     found = try_to_load_from_cache(source.path_or_id, "config.json", revision=source.revision)
     if not isinstance(found, str):
         raise BackendError(missing_model_message(name, source, FileNotFoundError("config.json not in the cache")))
+
+
+# ---------------------------------------------------------------------------
+# Pre-flight: the processor, its chat template and image token (no weights)
+# ---------------------------------------------------------------------------
+#: Packages the image/video processors of the shipped families import, and how to get them.
+_PROCESSOR_PACKAGES = ("torchvision", "num2words", "av", "decord", "timm", "einops", "sentencepiece", "tiktoken", "cv2")
+_INSTALL_HINT = "pip install -e '.[local]' (or bash scripts/install.sh --test / --gpu, which install the pinned set)"
+
+
+def processor_import_message(name: str, model: str, exc: BaseException) -> str | None:
+    """One actionable line for a processor that cannot be built for a missing or broken
+    package, or None when ``exc`` is something else."""
+    text = str(exc)
+    if "torchvision::nms does not exist" in text or "torchvision" in text and "operator" in text:
+        return (
+            f"models.{name}: torchvision cannot be loaded next to this torch build (a torchvision wheel built for "
+            f"another torch, e.g. a CUDA torchvision with a CPU-only torch); install the matching pair: {_INSTALL_HINT}"
+        )
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    lowered = text.lower()
+    if missing is None:
+        missing = next((p for p in _PROCESSOR_PACKAGES if p in lowered), None)
+    if missing is None or not isinstance(exc, (ImportError, ModuleNotFoundError, RuntimeError, ValueError)):
+        return None
+    package = {"cv2": "opencv-python-headless", "PIL": "pillow"}.get(missing, missing)
+    return f"models.{name}: the processor of {model} needs the Python package {package!r}, which is not installed; {_INSTALL_HINT}"
+
+
+def read_chat_template(value: str) -> str:
+    """A ``chat_template`` setting: a Jinja template itself, or a path to a ``.jinja``
+    file or a ``chat_template.json`` / ``tokenizer_config.json`` holding one."""
+    import json
+
+    path = Path(value).expanduser()
+    if "{%" in value or "{{" in value or not path.suffix:
+        return value
+    if not path.is_file():
+        raise ConfigError(f"chat_template file {value} does not exist")
+    if path.suffix == ".json":
+        template = json.loads(path.read_text()).get("chat_template")
+        if not isinstance(template, str):
+            raise ConfigError(f"{value} holds no chat_template string")
+        return template
+    return path.read_text()
+
+
+def image_tokens_of(processor: Any) -> list[str]:
+    """The placeholders the processor expands into image features (e.g. ``<image>``,
+    ``<|image_pad|>``, ``[IMG]``, ``<IMG_CONTEXT>``; Gemma 3's template writes its
+    begin-of-image token ``<start_of_image>``)."""
+    tokenizer = getattr(processor, "tokenizer", None)
+    found: list[str] = []
+    for owner in (processor, tokenizer):
+        for attr in ("image_token", "boi_token"):
+            value = getattr(owner, attr, None) if owner is not None else None
+            if isinstance(value, str) and value and value not in found:
+                found.append(value)
+    return found
+
+
+def preflight_processor(name: str, source: "ModelSource", cfg: "LocalSettings", *, engine_places_images: bool = False) -> Any:
+    """Load the model's processor (tokenizer and image processor; no weights, seconds) and
+    check that it can serve an image question: a chat template (the checkpoint's or the
+    ``chat_template`` setting) that places the processor's image token. Every failure is
+    one :class:`BackendError` line naming the missing package or setting."""
+    try:
+        from transformers import AutoProcessor
+    except ModuleNotFoundError as exc:
+        raise BackendError(f"models.{name}: the local backends need {exc.name!r}; {_INSTALL_HINT}") from exc
+    common = {"revision": source.revision, "local_files_only": source.local_files_only, "trust_remote_code": cfg.trust_remote_code}
+    try:
+        processor = AutoProcessor.from_pretrained(source.path_or_id, **common, **cfg.processor_kwargs)
+    except OSError as exc:
+        raise BackendError(missing_model_message(name, source, exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - every other failure is reported in one line
+        message = processor_import_message(name, source.path_or_id, exc)
+        if message is None:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            message = f"models.{name}: the processor of {source.path_or_id} cannot be loaded ({type(exc).__name__}: {first})"
+        raise BackendError(message) from exc
+    tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is None and engine_places_images and hasattr(processor, "apply_chat_template"):
+        # a tokenizer alone (e.g. InternVL's original repos with trust_remote_code): vLLM's own
+        # multimodal processor inserts the image placeholders; a chat template is still needed
+        if not (cfg.chat_template or getattr(processor, "chat_template", None)):
+            raise BackendError(
+                f"models.{name}: {source.path_or_id} ships no chat template; set models.{name}.chat_template "
+                f"to a Jinja template (or a .jinja file)"
+            )
+        return processor
+    if tokenizer is None:
+        raise BackendError(f"models.{name}: {source.path_or_id} has no tokenizer (not a vision-language chat model)")
+    if cfg.chat_template:
+        processor.chat_template = read_chat_template(cfg.chat_template)
+    template = getattr(processor, "chat_template", None) or getattr(tokenizer, "chat_template", None)
+    if not template:
+        raise BackendError(
+            f"models.{name}: {source.path_or_id} ships no chat template (e.g. a PaliGemma-style pretrained "
+            f"checkpoint); set models.{name}.chat_template to a Jinja template (or a .jinja file) that places "
+            f"the image, or use an instruction-tuned checkpoint"
+        )
+    image_tokens = image_tokens_of(processor)
+    if not image_tokens:
+        raise BackendError(f"models.{name}: the processor of {source.path_or_id} defines no image token (not a vision-language processor)")
+    probe = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}]
+    try:
+        rendered = processor.apply_chat_template(probe, add_generation_prompt=True, tokenize=False)
+    except Exception as exc:  # noqa: BLE001
+        raise BackendError(f"models.{name}: the chat template of {source.path_or_id} fails on an image question ({exc})") from exc
+    rendered = rendered[0] if isinstance(rendered, list) else rendered
+    if not any(token in rendered for token in image_tokens):
+        raise BackendError(
+            f"models.{name}: the chat template of {source.path_or_id} does not place the image token "
+            f"{' or '.join(map(repr, image_tokens))}; "
+            f"set models.{name}.chat_template to the model's chat template"
+        )
+    return processor
 
 
 # ---------------------------------------------------------------------------
@@ -389,7 +647,7 @@ class LocalBackend(Backend):
     def run_info(self) -> dict[str, Any]:
         if not self.stats["questions"]:
             return {}  # everything came from the journal: nothing was generated
-        return {"generation": dict(self.stats), "throughput": self.throughput()}
+        return {"generation": dict(self.stats), "throughput": self.throughput(), "decoding": self.cfg.decoding.describe()}
 
     @staticmethod
     def _free_accelerator_memory() -> None:

@@ -3,8 +3,11 @@
 The model is read by hub id from the local cache (or from a local directory)
 with ``AutoProcessor`` and ``AutoModelForImageTextToText``; each question is one
 conversation (image, then prompt) rendered by the processor's chat template,
-answered greedily (``do_sample=False``, at most ``max_new_tokens`` tokens) in
-left-padded batches of ``batch_size``.
+answered with the shared decoding protocol (:class:`~.local_common.Decoding`:
+greedy, at most ``max_new_tokens`` tokens, ``repetition_penalty`` 1.0 unless
+set, the checkpoint's generation defaults overridden) in left-padded batches
+of ``batch_size``. ``check_ready`` loads the processor first (seconds, no
+weights) and stops with one line naming a missing package or setting.
 
 Settings (``models.<name>`` in params.yaml): ``model_id`` (required),
 ``revision``, ``dtype`` (auto/bfloat16/float16/float32), ``device``
@@ -13,6 +16,8 @@ Settings (``models.<name>`` in params.yaml): ``model_id`` (required),
 (default 64), ``trust_remote_code``, ``allow_download``, ``system_prompt``,
 ``processor_kwargs`` / ``model_kwargs`` (passed to ``from_pretrained``, e.g.
 ``{max_pixels: 1003520}`` for Qwen2.5-VL or ``{attn_implementation: sdpa}``),
+``repetition_penalty``, ``chat_template`` (a Jinja template or a .jinja file, for
+checkpoints that ship none),
 ``load_format: dummy`` (random weights from the model's config, for
 benchmarks without the weights).
 """
@@ -30,10 +35,12 @@ from .local_common import (
     LocalBackend,
     batched,
     check_model_files,
+    checkpoint_stop_ids,
     decode_image,
     generated_length,
     hf_chat_messages,
     missing_model_message,
+    preflight_processor,
     resolve_device,
     resolve_dtype,
 )
@@ -51,8 +58,9 @@ class TransformersBackend(LocalBackend):
 
     # -- loading --------------------------------------------------------------------
     def check_ready(self) -> None:
-        """Packages, device and model files are there; the model itself is loaded at the
-        first batch, so a run answered entirely from the journal never loads it."""
+        """Packages, device, model files and the processor (chat template, image token)
+        are there; the weights are loaded at the first batch, so a run answered entirely
+        from the journal never loads them."""
         try:
             import torch
             import transformers  # noqa: F401
@@ -62,12 +70,14 @@ class TransformersBackend(LocalBackend):
             ) from exc
         resolve_device(self.cfg.device, torch.cuda.is_available())
         check_model_files(self.name, self.source)
+        if self._processor is None:
+            self._processor = preflight_processor(self.name, self.source, self.cfg)
 
     def _load(self) -> None:
         if self._model is not None:
             return
         import torch
-        from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+        from transformers import AutoConfig, AutoModelForImageTextToText
 
         cfg, src = self.cfg, self.source
         device = resolve_device(cfg.device, torch.cuda.is_available())
@@ -78,8 +88,8 @@ class TransformersBackend(LocalBackend):
             "local_files_only": src.local_files_only,
             "trust_remote_code": cfg.trust_remote_code,
         }
+        processor = self._processor or preflight_processor(self.name, src, cfg)
         try:
-            processor = AutoProcessor.from_pretrained(src.path_or_id, **common, **cfg.processor_kwargs)
             model_kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype_name), **cfg.model_kwargs}
             if cfg.load_format == "dummy":
                 config = AutoConfig.from_pretrained(src.path_or_id, **common)
@@ -107,9 +117,7 @@ class TransformersBackend(LocalBackend):
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        if not (getattr(processor, "chat_template", None) or getattr(tokenizer, "chat_template", None)):
-            raise BackendError(f"models.{self.name}: {src.path_or_id} has no chat template")
-        self._stop_ids = frozenset(_stop_token_ids(model, tokenizer))
+        self._stop_ids = frozenset(_stop_token_ids(model, tokenizer, src))
         self._model, self._processor, self._device = model, processor, device
         log.info("%s: loaded %s on %s (%s)", self.name, src.path_or_id, device, dtype_name)
 
@@ -144,15 +152,8 @@ class TransformersBackend(LocalBackend):
         inputs.update(floating)
         prompt_len = int(inputs["input_ids"].shape[1])
         with torch.inference_mode():
-            sequences = self._model.generate(
-                **inputs,
-                do_sample=False,
-                max_new_tokens=self.cfg.max_new_tokens,
-                pad_token_id=self._processor.tokenizer.pad_token_id,
-                temperature=None,
-                top_p=None,
-                top_k=None,
-            )
+            decoding = self.cfg.decoding.transformers_kwargs(self._stop_ids, self._processor.tokenizer.pad_token_id)
+            sequences = self._model.generate(**inputs, **decoding)
         generated = sequences[:, prompt_len:].tolist()
         seconds = time.perf_counter() - start
         input_counts = inputs["attention_mask"].sum(dim=1).tolist()
@@ -175,13 +176,13 @@ class TransformersBackend(LocalBackend):
         if self._model is None:
             return
         self._model = None
-        self._processor = None
         self._free_accelerator_memory()
 
 
-def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
-    """Token ids that end an answer: the generation config's eos ids and the tokenizer's."""
-    ids: set[int] = set()
+def _stop_token_ids(model: Any, tokenizer: Any, source: Any = None) -> set[int]:
+    """Token ids that end an answer: the checkpoint's generation config eos ids (as the
+    vLLM backend reads them) and the tokenizer's."""
+    ids: set[int] = checkpoint_stop_ids(source) if source is not None else set()
     for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
         if value is None:
             continue
