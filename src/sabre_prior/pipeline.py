@@ -39,7 +39,7 @@ PACKAGE_DIR = "src/sabre_prior"
 STAMP_DIR = ".sabre/stamps"
 LOG_DIR = "results/logs"
 #: Code every ``sabre`` command imports.
-BASE_CODE = ("cli", "config", "contracts", "errors", "io_utils", "resources")
+BASE_CODE = ("cli", "cliargs", "config", "contracts", "errors", "io_utils", "resources")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _STAR = re.compile(r"\{\*(model|split)\}")
@@ -119,7 +119,7 @@ STAGES: tuple[Stage, ...] = (
         deps=(),  # the source's data: see Pipeline.fetch_inputs / _dvc_fetch
         outs=(Out("data/parquet/{split}.parquet"),),
         params=("dataset.source", "dataset.revision"),
-        code=("prompts", "fetch", "validate"),
+        code=("data", "prompts", "fetch", "validate"),
     ),
     Stage(
         "predict",
@@ -129,7 +129,7 @@ STAGES: tuple[Stage, ...] = (
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
         params=("models.{model}", "prompt.template"),
-        code=("data", "engine", "inference", "journal", "prompts", "ratelimit", "scoring", "usage", "models"),
+        code=("batch", "data", "engine", "inference", "journal", "outcomes", "prompts", "ratelimit", "scoring", "usage", "models"),
     ),
     Stage(
         "evaluate",
@@ -150,7 +150,7 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/traces/{model}/{*split}.jsonl", "results/metrics/{model}.json"),
         outs=(Out("results/intervals/{model}.json"),),
         params=("splits", *_BOOTSTRAP),
-        code=("analysis",),
+        code=("analysis", "formatting"),
     ),
     Stage(
         "tables",
@@ -164,7 +164,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("tables",),
+        code=("formatting", "tables"),
     ),
     Stage(
         "figures",
@@ -177,7 +177,7 @@ STAGES: tuple[Stage, ...] = (
             for ext in ("png", "pdf")
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("figures", "plotting", "tables"),
+        code=("figures", "formatting", "plotting", "tables"),
     ),
     Stage(
         "compare",
@@ -189,7 +189,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/model_comparison.csv"),
         ),
         params=(*_AGG_PARAMS, *_BOOTSTRAP),
-        code=("analysis",),
+        code=("analysis", "formatting"),
     ),
     Stage(
         "diagnose",
@@ -205,7 +205,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=_AGG_PARAMS,
-        code=("data", "plotting", "analysis"),
+        code=("data", "formatting", "plotting", "analysis"),
     ),
     Stage(
         "paper_compare",
@@ -217,7 +217,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/paper_comparison.csv"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis",),
+        code=("analysis", "formatting"),
     ),
     Stage(
         "html_report",
@@ -238,7 +238,7 @@ STAGES: tuple[Stage, ...] = (
         ),
         outs=(Out("results/report/index.html"),),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
-        code=("data", "prompts", "analysis"),
+        code=("data", "formatting", "prompts", "analysis"),
     ),
     Stage(
         "manifest",
