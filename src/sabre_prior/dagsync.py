@@ -118,9 +118,18 @@ class JobTimes:
         return self.newest_input is None or (self.oldest_output or 0) > self.newest_input
 
 
-def job_times(root: Path, job: Job) -> JobTimes:
-    ins = [mtime_ns(root / p) for p in (*job.inputs, job.stamp)]
-    outs = [mtime_ns(root / p) for p in job.outputs]
+def job_times(root: Path, job: Job, cache: dict[str, int | None] | None = None) -> JobTimes:
+    """The job's newest input and oldest output; ``cache`` shares stat results between jobs of one check."""
+
+    def stat(rel: str) -> int | None:
+        if cache is None:
+            return mtime_ns(root / rel)
+        if rel not in cache:
+            cache[rel] = mtime_ns(root / rel)
+        return cache[rel]
+
+    ins = [stat(p) for p in (*job.inputs, job.stamp)]
+    outs = [stat(p) for p in job.outputs]
     present = [t for t in ins if t is not None]
     return JobTimes(
         newest_input=max(present) if present else None,
@@ -209,7 +218,8 @@ def align(pipeline: Pipeline, jobs: Sequence[Job] | None = None, *, use_dvc: boo
     root = pipeline.root
     jobs = list(jobs if jobs is not None else pipeline.jobs())
     report = AlignReport(stamps=write_stamps(pipeline, jobs))
-    inconsistent = [j for j in jobs if not job_times(root, j).consistent]
+    cache: dict[str, int | None] = {}  # code files are inputs of many jobs: stat each once
+    inconsistent = [j for j in jobs if not job_times(root, j, cache).consistent]
     if not inconsistent or not use_dvc:
         return report
     status = dvc_status(root)

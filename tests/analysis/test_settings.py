@@ -43,7 +43,7 @@ def test_schema_accepts_the_shipped_section_and_rejects_bad_values() -> None:
     for key, value, where in (
         ("confidence", 95, "analysis.confidence"),
         ("bootstrap_resamples", 10, "analysis.bootstrap_resamples"),
-        ("resamples", 2000, "analysis"),
+        ("resamples", 2000, "analysis.resamples"),  # an unknown key is named with its path
     ):
         bad = copy.deepcopy(params)
         bad["analysis"][key] = value
