@@ -217,12 +217,28 @@ def align(pipeline: Pipeline, jobs: Sequence[Job] | None = None, *, use_dvc: boo
     """Stamps, then the mtime check (and DVC's status only when something is inconsistent)."""
     root = pipeline.root
     jobs = list(jobs if jobs is not None else pipeline.jobs())
+    # a stamp created next to existing outputs says nothing yet: DVC decides below; without DVC the
+    # outputs are trusted, as Snakemake trusts outputs it has no record of (the stamp is dated 1970)
+    # (a job whose outputs are missing runs when needed anyway; a brand-new stamp must not make
+    # Snakemake schedule it when nothing needs it, so its stamp is dated 1970 too)
+    created = [j for j in jobs if not (root / j.stamp).exists()]
+    fresh = [j for j in created if all((root / o).exists() for o in j.outputs)]
     report = AlignReport(stamps=write_stamps(pipeline, jobs))
+    for job in created:
+        if job not in fresh and (root / job.stamp).exists():
+            os.utime(root / job.stamp, ns=(0, 0))
     cache: dict[str, int | None] = {}  # code files are inputs of many jobs: stat each once
     inconsistent = [j for j in jobs if not job_times(root, j, cache).consistent]
-    if not inconsistent or not use_dvc:
+    status = None
+    if inconsistent and use_dvc:
+        try:
+            status = dvc_status(root)
+        except RuntimeError as exc:
+            say(f"DVC cannot tell what is up to date ({str(exc).splitlines()[0][:200]})")
+    if status is None:
+        for job in fresh:
+            os.utime(root / job.stamp, ns=(0, 0))
         return report
-    status = dvc_status(root)
     report.asked_dvc = True
     for job in jobs:  # producers first: a moved output can make its consumer inconsistent
         times = job_times(root, job)
