@@ -80,6 +80,8 @@ def mtime_ns(path: Path) -> int | None:
         st = path.stat()
     except FileNotFoundError:
         return None
+    if path.is_symlink():  # Snakemake may date a link by the link itself (lstat): take the later of both
+        return max(st.st_mtime_ns, path.lstat().st_mtime_ns)
     if not path.is_dir():
         return st.st_mtime_ns
     newest = st.st_mtime_ns
