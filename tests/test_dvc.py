@@ -114,13 +114,13 @@ def test_no_planted_secret_in_dvc_or_snakemake_state(built: Path) -> None:
             assert secret.encode() not in data, f"{name} written to {path}"
 
 
-def test_no_op_runs_do_nothing_quickly(work: Path) -> None:
+def test_no_op_runs_do_nothing(work: Path) -> None:
     proc, smk_s = timed([str(BIN / "snakemake"), "--cores", "2", "all"], work)
     assert planned_jobs(out(proc)) == {}
     proc, dvc_s = timed([str(BIN / "dvc"), "repro"], work)
     assert dvc_ran(out(proc)) == []
+    # timings are printed, not asserted: the speed targets are checked by benchmarks/bench_dag.py
     print(f"\nno-op: snakemake --cores 2 all {smk_s:.1f} s, dvc repro {dvc_s:.1f} s")
-    assert smk_s < 15 and dvc_s < 15  # targets: < 5 s each on an idle machine
 
 
 # ---------------------------------------------------------------------------
