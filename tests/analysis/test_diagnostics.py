@@ -76,7 +76,19 @@ def test_parsing_stats_keep_parse_failures_apart() -> None:
     rows = [_trace("p", "base_source", "yes", "yes"), _trace("p", "base_target", "yes", "no"),
             _trace("p", "edited_source", "perhaps", "no", parsed=False),
             _trace("p", "edited_target", None, "yes", parsed=False, missing=True)]  # fmt: skip
-    assert parsing_stats(rows) == {"questions": 4, "missing": 1, "parse_failures": 1, "wrong_parsed": 1, "correct": 1}
+    assert parsing_stats(rows) == {
+        "questions": 4, "missing": 1, "parse_failures": 1, "empty_answers": 0, "wrong_parsed": 1, "correct": 1,
+    }  # fmt: skip
+
+
+def test_parsing_stats_count_empty_answers_kept_after_a_spent_budget() -> None:
+    # an empty prediction is stored only for a spent token budget (engine); it is a parse failure too
+    rows = [_trace("p", "base_source", "", "yes", parsed=False), _trace("p", "base_target", "  ", "no", parsed=False),
+            _trace("p", "edited_source", "no", "no"), _trace("p", "edited_target", None, "yes", parsed=False, missing=True)]  # fmt: skip
+    stats = parsing_stats(rows)
+    assert stats["empty_answers"] == 2
+    assert stats["parse_failures"] == 2
+    assert stats["missing"] == 1
 
 
 def _count_trace(i: int, pred: str | None, gold: str, parsed: bool = True) -> dict:
@@ -137,6 +149,7 @@ def test_model_diagnostics_of_synthetic_models(project: Path) -> None:
         "questions": 24,
         "missing": 4,
         "parse_failures": 4,
+        "empty_answers": 0,
         "wrong_parsed": 2,
         "correct": 14,
     }

@@ -126,11 +126,18 @@ def yes_no_rates(rows: Sequence[Trace]) -> dict[str, float | None]:
 
 
 def parsing_stats(rows: Sequence[Trace]) -> dict[str, int]:
-    """Counts: questions, missing, parse failures (answered, nothing valid extracted), wrong but parsed, correct."""
+    """Counts: questions, missing, parse failures (answered, nothing valid extracted), of which empty
+    answers, wrong but parsed, correct.
+
+    An empty answer reaches a prediction file only when the model spent its whole output-token budget
+    (finish reason ``length`` / ``max_tokens``): other empty responses are retried and never stored
+    (see ``sabre_prior.engine``), so ``empty_answers`` counts "empty: token budget spent".
+    """
     return {
         "questions": len(rows),
         "missing": sum(bool(r["missing"]) for r in rows),
         "parse_failures": sum((not r["missing"]) and (not r["parsed"]) for r in rows),
+        "empty_answers": sum((not r["missing"]) and not str(r.get("prediction") or "").strip() for r in rows),
         "wrong_parsed": sum(bool(r["parsed"]) and not r["missing"] and not r["correct"] for r in rows),
         "correct": sum(bool(r["correct"]) for r in rows),
     }
@@ -281,7 +288,7 @@ CSV_HEADERS: dict[str, tuple[str, ...]] = {
         "canonical_share",
     ),
     "language": ("model", "n", "n_suggested_known", "suggested_share", "n_unknown_known", "unknown_share"),
-    "parsing": ("model", "split", "questions", "missing", "parse_failures", "wrong_parsed", "correct"),
+    "parsing": ("model", "split", "questions", "missing", "parse_failures", "empty_answers", "wrong_parsed", "correct"),
 }
 
 
@@ -341,12 +348,16 @@ def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) ->
         parts.append("Language split not configured.\n")
     parts += ["", "## Parse failures", "",
               ("Parse failure: an answer from which the contract extracts no valid answer (no yes/no word, no count, "
-              "no option); counted apart from wrong answers and from missing predictions."), ""]  # fmt: skip
+              "no option); counted apart from wrong answers and from missing predictions. Of these, "
+              "\"empty: token budget spent\" counts the empty answers kept because the model spent its whole "
+              "output-token budget (other empty responses are retried, never stored)."), ""]  # fmt: skip
     parts.append(md_table(
-        ["Model", "Split", "Questions", "Missing", "Parse failures", "Wrong (parsed)", "Correct"],
-        [[nm(r["model"]), r["split"], r["questions"], r["missing"], r["parse_failures"], r["wrong_parsed"], r["correct"]]
+        ["Model", "Split", "Questions", "Missing", "Parse failures", "Empty: token budget spent", "Wrong (parsed)",
+         "Correct"],
+        [[nm(r["model"]), r["split"], r["questions"], r["missing"], r["parse_failures"], r["empty_answers"],
+          r["wrong_parsed"], r["correct"]]
          for r in t["parsing"]],
-        ["l", "l", "r", "r", "r", "r", "r"],
+        ["l", "l", "r", "r", "r", "r", "r", "r"],
     ))  # fmt: skip
     return "\n".join(parts)
 

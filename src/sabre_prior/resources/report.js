@@ -67,7 +67,7 @@
         const e = dg[s];
         if (!e) continue;
         const p = e.parsing;
-        parseRows.push({ cells: [m.name, s, p.questions, p.missing, p.parse_failures, p.wrong_parsed, p.correct] });
+        parseRows.push({ cells: [m.name, s, p.questions, p.missing, p.parse_failures, p.empty_answers, p.wrong_parsed, p.correct] });
         if (e.pair_class_counts) {
           pairRows.push({ cells: [m.name, s, e.pairs, ...CLASSES.map((c) => pct(e.pair_class_counts[c] / e.pairs)), pct(e.yes_rate), pct(e.no_rate)] });
         }
@@ -85,7 +85,7 @@
     table("pairs-table", ["Model", "Split", "Pairs", ...CLASSES.map((c) => CLASS_LABELS[c] + " %"), "Yes-rate %", "No-rate %"], pairRows, [false, false, true, true, true, true, true, true, true, true]);
     table("attribute-table", ["Model (attribute)", "n", "Exact %", "Within one %", "MAE", "Signed error", "= canonical count %"], attrRows, [false, true, true, true, true, true, true]);
     table("language-table", ["Model (language)", "n", "Chose suggested option %", "Chose unknown option %"], langRows, [false, true, true, true]);
-    table("parse-table", ["Model", "Split", "Questions", "Missing", "Parse failures", "Wrong (parsed)", "Correct"], parseRows, [false, false, true, true, true, true, true]);
+    table("parse-table", ["Model", "Split", "Questions", "Missing", "Parse failures", "Empty: token budget spent", "Wrong (parsed)", "Correct"], parseRows, [false, false, true, true, true, true, true, true]);
 
     $("comparison-note").textContent = `A - B in percentage points with a ${level} paired-bootstrap interval; p: exact McNemar per split, paired bootstrap for the macro; Holm-adjusted over the table. Rows with adjusted p < 0.05 are shaded.`;
     table("comparison-table", ["A", "B", "Split", "n", "A %", "B %", "A - B", "Interval", "A-only", "B-only", "p", "p (Holm)"],
