@@ -36,10 +36,10 @@ onerror:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/inference.smk"
-include: "workflow/rules/score.smk"
+include: "workflow/rules/scoring.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
-include: "workflow/rules/manifest.smk"
+include: "workflow/rules/repro.smk"
 
 
 rule all:

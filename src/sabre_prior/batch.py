@@ -62,6 +62,7 @@ from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 from .engine import EngineResult, EngineSettings, WorkItem, redact
 from .errors import BackendError, ConfigError, SabreError
 from .journal import Journal, is_refusal
+from .models import registry
 from .models.base import Backend, CallError, Completion
 from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
 from .usage import Prices, RunStats
@@ -87,11 +88,7 @@ OPENAI_COMPATIBLE_BATCH: dict[str, tuple[int, int]] = {
 }
 
 #: Backends with a batch adapter: backend -> "module:Class".
-ADAPTERS: dict[str, str] = {
-    "openai": "sabre_prior.models.batch_openai:OpenAIBatch",
-    "anthropic": "sabre_prior.models.batch_anthropic:AnthropicBatch",
-    "gemini": "sabre_prior.models.batch_gemini:GeminiBatch",
-}
+ADAPTERS: dict[str, str] = {s.name: s.batch for s in registry.BACKENDS if s.batch}  # from the backend registry
 
 #: The discount the three providers document for batch calls (50 %).
 DEFAULT_BATCH_DISCOUNT = 0.5

@@ -25,7 +25,13 @@ def schema_path() -> Path:
 def _schema() -> dict[str, Any]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: read at every DAG build
     with open(schema_path(), encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+        schema = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
+    from .models import registry  # the backend names and each backend's keys come from the registry
+
+    model = schema["$defs"]["model"]
+    model["properties"]["backend"]["enum"] = list(registry.names())
+    model["allOf"] = [*registry.schema_rules(), *model.get("allOf", [])]
+    return schema
 
 
 def load_schema() -> dict[str, Any]:

@@ -32,20 +32,15 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import contracts as C
 from .errors import DataError
 from .io_utils import write_json
+from .models import registry
 
 SCHEMA_VERSION = 1
 #: Code whose identity the manifest records (relative to the project root).
 CODE_PATHS: tuple[str, ...] = ("src/sabre_prior", "Snakefile", "workflow")
 #: Packages every run uses (the pipeline's core dependencies).
 CORE_PACKAGES: tuple[str, ...] = ("sabre-prior", "datasets", "pyarrow", "pandas", "numpy", "pillow", "matplotlib", "dvc", "snakemake")
-#: Extra packages per model backend.
-BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
-    "openai": ("openai",),
-    "anthropic": ("anthropic",),
-    "gemini": ("google-genai",),
-    "transformers": ("torch", "torchvision", "transformers", "accelerate"),
-    "vllm": ("vllm", "torch", "torchvision", "transformers"),
-}
+#: Extra packages per model backend (from the backend registry).
+BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {s.name: s.packages for s in registry.BACKENDS if s.packages}
 _IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 
 

@@ -39,7 +39,8 @@ PACKAGE_DIR = "src/sabre_prior"
 STAMP_DIR = ".sabre/stamps"
 LOG_DIR = "results/logs"
 #: Code every ``sabre`` command imports.
-BASE_CODE = ("cli", "cliargs", "config", "contracts", "errors", "io_utils", "resources")
+#: (config fills the params schema's backend lists from models/registry.py, so every stage reads it)
+BASE_CODE = ("cli", "cliargs", "config", "contracts", "errors", "io_utils", "resources", "src/sabre_prior/models/registry.py")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _STAR = re.compile(r"\{\*(model|split)\}")

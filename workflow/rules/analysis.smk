@@ -1,5 +1,6 @@
 # Analysis beyond the paper (sabre_prior.analysis): bootstrap intervals, paired model
-# comparisons, world-prior diagnostics, the comparison with the paper and the HTML report.
+# comparisons, world-prior diagnostics and the comparison with the paper (the HTML report
+# that shows them is in report.smk).
 
 
 # seconds each: never submitted to a cluster
@@ -8,7 +9,6 @@ localrules:
     compare,
     diagnose,
     paper_compare,
-    html_report,
 
 
 rule intervals:
@@ -66,16 +66,3 @@ rule paper_compare:
     shell:
         stage_shell("paper_compare")
 
-
-rule html_report:
-    input:
-        stage_inputs("html_report"),
-        stamp=stage_stamp("html_report"),
-    output:
-        stage_outputs("html_report"),
-    log:
-        stage_log("html_report"),
-    conda:
-        "../../environment.yml"
-    shell:
-        stage_shell("html_report")

@@ -40,6 +40,7 @@ def stage_shell(name, prefix=""):
 # vllm) ask for `gpus` GPUs (default 1) of `gpu_model`; API and offline models
 # for none. Limit GPUs on a workstation with `snakemake --resources gpu=N`.
 from sabre_prior.models.local_common import LOCAL_BACKENDS, job_resources
+from sabre_prior.models.registry import kind_of as backend_kind  # offline / api / local
 
 LOCAL_MODELS = [m for m in MODELS if config["models"][m].get("backend") in LOCAL_BACKENDS]
 OTHER_MODELS = [m for m in MODELS if m not in LOCAL_MODELS]

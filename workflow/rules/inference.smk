@@ -29,7 +29,7 @@ rule predict:
         gpu_model=model_resource("gpu_model"),
         mem_mb=model_resource("mem_mb"),
         runtime=model_resource("runtime"),
-        api_jobs=lambda wc: int(config["models"][wc.model].get("backend") in ("openai", "anthropic", "gemini")),
+        api_jobs=lambda wc: int(backend_kind(config["models"][wc.model].get("backend")) == "api"),
     log:
         stage_log("predict"),
     conda:

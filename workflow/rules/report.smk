@@ -1,4 +1,9 @@
-# Aggregation: the paper's main table and the figures.
+# Reporting: the paper's main table, the figures and the HTML report.
+
+
+# seconds: never submitted to a cluster
+localrules:
+    html_report,
 
 
 rule tables:
@@ -27,3 +32,17 @@ rule figures:
         "../../environment.yml"
     shell:
         stage_shell("figures")
+
+
+rule html_report:
+    input:
+        stage_inputs("html_report"),
+        stamp=stage_stamp("html_report"),
+    output:
+        stage_outputs("html_report"),
+    log:
+        stage_log("html_report"),
+    conda:
+        "../../environment.yml"
+    shell:
+        stage_shell("html_report")

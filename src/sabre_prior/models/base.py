@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ..errors import BackendError, ConfigError
+from . import registry
 
 
 @dataclass(frozen=True)
@@ -424,15 +425,8 @@ class ApiBackend(Backend):
             await self.close_client(self._clients.pop())
 
 
-#: backend name -> "module:Class" (relative to this package's parent).
-REGISTRY: dict[str, str] = {
-    "baseline": "sabre_prior.models.baseline:BaselineBackend",
-    "openai": "sabre_prior.models.openai_backend:OpenAIBackend",
-    "anthropic": "sabre_prior.models.anthropic_backend:AnthropicBackend",
-    "gemini": "sabre_prior.models.gemini_backend:GeminiBackend",
-    "transformers": "sabre_prior.models.transformers_backend:TransformersBackend",
-    "vllm": "sabre_prior.models.vllm_backend:VLLMBackend",
-}
+#: backend name -> "module:Class", derived from the one registry (sabre_prior.models.registry).
+REGISTRY: dict[str, str] = {spec.name: spec.target for spec in registry.BACKENDS}
 
 
 def backend_class(backend: str) -> type[Backend]:
@@ -445,7 +439,8 @@ def backend_class(backend: str) -> type[Backend]:
     except ModuleNotFoundError as exc:
         raise BackendError(
             f"backend {backend!r} needs the Python package {exc.name!r}, which is not installed; "
-            f"install it (e.g. pip install -e '.[api]' for API backends, '.[local]' for local models)"
+            f"install it (e.g. pip install -e '.[api]' for API backends, '.[local]' for local models; "
+            f"this backend uses: {', '.join(registry.SPECS[backend].packages) or 'no extra package'})"
         ) from exc
     cls = getattr(module, cls_name)
     if not (isinstance(cls, type) and issubclass(cls, Backend)):

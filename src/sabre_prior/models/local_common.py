@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
 from ..errors import BackendError, ConfigError
+from . import registry
 from .base import OPERATIONAL_KEYS, Backend, Completion, Query
 
 T = TypeVar("T")
@@ -584,7 +585,7 @@ def resolve_dtype(dtype: str, device: str, bf16_supported: bool) -> str:
 # ---------------------------------------------------------------------------
 # Scheduling (Snakemake resources of the predict rule)
 # ---------------------------------------------------------------------------
-LOCAL_BACKENDS = frozenset({"transformers", "vllm"})
+LOCAL_BACKENDS = frozenset(registry.names("local"))  # from the backend registry
 _DEFAULTS_LOCAL = {"threads": 4, "mem_mb": 32000, "runtime": 240}
 _DEFAULTS_OTHER = {"threads": 1, "mem_mb": 2000, "runtime": 120}
 
