@@ -1,5 +1,5 @@
 # SABRE-Prior evaluation pipeline: wiring only. The stages are declared once in
-# sabre_prior.pipeline (dvc.yaml is generated from the same declaration); the rules in
+# sabre_prior.repro.pipeline (dvc.yaml is generated from the same declaration); the rules in
 # workflow/rules/*.smk take their inputs, outputs, log and command from it. All logic is
 # in the `sabre_prior` package, called through the `sabre` CLI.
 
@@ -17,10 +17,10 @@ from sabre_prior.config import validate_params
 
 validate_params(config, "params.yaml")
 
-# Snakemake and DVC agree on what is up to date (sabre_prior.dagsync, public interfaces only):
+# Snakemake and DVC agree on what is up to date (sabre_prior.repro.dagsync, public interfaces only):
 # before planning, each job's stamp is refreshed and, only where an output is older than an
 # input, `dvc status` decides; after a run, `dvc commit` records what Snakemake made.
-from sabre_prior import dagsync
+from sabre_prior.repro import dagsync
 
 PIPELINE = dagsync.before_planning(config)
 

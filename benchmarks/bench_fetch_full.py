@@ -28,11 +28,11 @@ if step == "import":
     summary = "import datasets"
 elif step == "generate":
     from pathlib import Path
-    from sabre_prior.demo import generate
+    from sabre_prior.data.demo import generate
     summary = generate(Path(args[0]), scale="full", seed=0)
 else:
     from pathlib import Path
-    from sabre_prior.fetch import fetch_split
+    from sabre_prior.data.fetch import fetch_split
     summary = fetch_split(args[1], args[0], Path(args[2]))
 wall = time.perf_counter() - t0
 rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux

@@ -65,8 +65,8 @@ TARGET_AGREEMENT = 0.99  # share of questions with the same extracted answer
 # ---------------------------------------------------------------------------
 def prepare_data(workdir: Path, scale: str) -> Path:
     """The demo benchmark at ``scale`` as Parquet splits under ``workdir``."""
-    from sabre_prior.demo import generate
-    from sabre_prior.fetch import fetch_split
+    from sabre_prior.data.demo import generate
+    from sabre_prior.data.fetch import fetch_split
 
     parquet = workdir / f"parquet-{scale}"
     if all((parquet / f"{s}.parquet").exists() for s in SPLITS):
@@ -105,7 +105,7 @@ def make_random_checkpoint(source: str, out: Path, seed: int = 0) -> Path:
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
-    from sabre_prior.models.local_common import hub_offline, resolve_model_source
+    from sabre_prior.inference.models.local_common import hub_offline, resolve_model_source
 
     src = resolve_model_source(source, allow_download=not hub_offline())
     kw = {"local_files_only": src.local_files_only}
@@ -166,9 +166,9 @@ class GpuMemorySampler:
 # ---------------------------------------------------------------------------
 def run_backend(backend_name: str, settings: dict[str, Any], parquet: Path, max_questions: int | None) -> dict[str, Any]:
     """Answer every question with one backend; timings, tokens and answers."""
-    from sabre_prior.inference import build_queries
-    from sabre_prior.models.base import create_backend
-    from sabre_prior.prompts import DEFAULT_TEMPLATE
+    from sabre_prior.inference.predict import build_queries
+    from sabre_prior.inference.models.base import create_backend
+    from sabre_prior.inference.prompts import DEFAULT_TEMPLATE
 
     queries = [q for split in SPLITS for q in build_queries(parquet / f"{split}.parquet", split, DEFAULT_TEMPLATE)]
     if max_questions:
@@ -215,7 +215,7 @@ def run_backend(backend_name: str, settings: dict[str, Any], parquet: Path, max_
 
 def agreement(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
     """Share of questions with identical answers, raw and after the contract's extraction."""
-    from sabre_prior.scoring import score
+    from sabre_prior.scoring.contract import score
 
     ids = sorted(set(a["answers"]) & set(b["answers"]))
     if not ids:
@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<13}{r['load_s']:>8}{r['generate_s']:>9}{r['questions_per_s']:>9}{r['output_tokens_per_s']:>11}"
             f"{str(r['gpu_peak_mib']):>14}{str(r['torch_peak_mib']):>16}"
         )
-    from sabre_prior.models.local_common import decoding_for
+    from sabre_prior.inference.models.local_common import decoding_for
 
     decoding = decoding_for("gpu_check", backend_settings(args, "transformers", model_dir, False))
     print(f"decoding (both backends): {decoding}")

@@ -29,7 +29,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small demo (seed 0) in the hub repo layout. Shared: copy it before changing anything."""
-    from sabre_prior.demo import generate
+    from sabre_prior.data.demo import generate
 
     out = tmp_path_factory.mktemp("demo-small") / "demo"
     generate(out, scale="small", seed=0)
@@ -40,7 +40,7 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def demo_parquet_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``<split>.parquet`` for the four splits, fetched from :func:`demo_dir` by the real loader. Read-only."""
     from sabre_prior import contracts as C
-    from sabre_prior.fetch import fetch_split
+    from sabre_prior.data.fetch import fetch_split
 
     out = tmp_path_factory.mktemp("demo-parquet")
     for split in C.SPLITS:

@@ -1,4 +1,4 @@
-"""Provider batch APIs (sabre_prior.batch): the real SDKs against the fake batch servers.
+"""Provider batch APIs (sabre_prior.inference.batch): the real SDKs against the fake batch servers.
 
 Every test drives the official SDK (openai, anthropic, google-genai) over HTTP to
 tests/servers/batches.py and checks what the provider saw: how many batches were
@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
-from sabre_prior import batch as B
+from sabre_prior.inference import batch as B
 from sabre_prior.config import load_schema, validate_params
 from sabre_prior.errors import ConfigError, InferenceIncomplete
-from sabre_prior.inference import estimate_split, format_estimates, predict_split
-from sabre_prior.journal import journal_path, read_journal
+from sabre_prior.inference.predict import estimate_split, format_estimates, predict_split
+from sabre_prior.inference.journal import journal_path, read_journal
 from tests.servers import FakeServer
 from tests.servers.batches import FakeBatchServer
 from tests.servers.dataset import write_split
@@ -144,10 +144,10 @@ def test_synchronous_answers_are_reused_by_a_batch_run(tmp_path: Path, data: Pat
 
 def test_batch_request_bodies_equal_the_synchronous_ones(tmp_path: Path, data: Path) -> None:
     """The body of each JSONL line is byte for byte what the synchronous path posts."""
-    from sabre_prior.engine import WorkItem
-    from sabre_prior.inference import build_queries
-    from sabre_prior.models.base import create_backend
-    from sabre_prior.models.batch_openai import OpenAIBatch
+    from sabre_prior.inference.engine import WorkItem
+    from sabre_prior.inference.predict import build_queries
+    from sabre_prior.inference.models.base import create_backend
+    from sabre_prior.inference.models.batch_openai import OpenAIBatch
 
     backend = create_backend("m", settings("http://127.0.0.1:9/v1"))
     adapter = OpenAIBatch(backend)  # type: ignore[arg-type]
@@ -304,7 +304,7 @@ def test_a_request_over_the_limit_fails_with_a_clear_reason(tmp_path: Path, data
 
 
 def test_the_per_request_limit_is_respected(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sabre_prior.models.batch_anthropic import AnthropicBatch
+    from sabre_prior.inference.models.batch_anthropic import AnthropicBatch
 
     monkeypatch.setattr(AnthropicBatch, "max_request_bytes", 2048)  # stands in for the documented 32 MB
     with FakeBatchServer(expected_key=KEY) as srv:

@@ -13,14 +13,15 @@ import pytest
 import yaml
 from PIL import Image
 
-from sabre_prior import cli, demo
-from sabre_prior.demo import attribute as demo_attribute
-from sabre_prior.demo import context as demo_context
-from sabre_prior.demo import items as demo_items
+from sabre_prior import cli
+from sabre_prior.data import demo
+from sabre_prior.data.demo import attribute as demo_attribute
+from sabre_prior.data.demo import context as demo_context
+from sabre_prior.data.demo import items as demo_items
 from sabre_prior import contracts as C
 from sabre_prior.errors import DataError
-from sabre_prior.prompts import options_mapping
-from sabre_prior.validate import check_split
+from sabre_prior.inference.prompts import options_mapping
+from sabre_prior.data.validate import check_split
 
 
 def _files(root: Path) -> dict[str, bytes]:

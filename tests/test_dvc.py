@@ -199,7 +199,7 @@ def test_changing_one_models_settings_reruns_only_that_model_in_both(work: Path)
 
 
 def test_code_change_reruns_in_snakemake_what_dvc_would(work: Path) -> None:
-    evaluate_py = work / "src/sabre_prior/evaluate.py"
+    evaluate_py = work / "src/sabre_prior/scoring/evaluate.py"
     evaluate_py.write_text(evaluate_py.read_text() + "\n# a change DVC sees through the stage's code deps\n")
     changed = _changed(work)
     models = list(_params(work)["models"])

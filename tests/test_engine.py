@@ -14,12 +14,12 @@ from typing import Any, Sequence
 
 import pytest
 
-from sabre_prior.engine import Engine, EngineSettings, WorkItem
+from sabre_prior.inference.engine import Engine, EngineSettings, WorkItem
 from sabre_prior.errors import BackendError, InferenceIncomplete
-from sabre_prior.inference import SplitRun, predict_split
-from sabre_prior.journal import Journal, read_journal
-from sabre_prior.models.base import Backend, CallError, Completion, Query
-from sabre_prior.ratelimit import RateLimiter, TokenBucket
+from sabre_prior.inference.predict import SplitRun, predict_split
+from sabre_prior.inference.journal import Journal, read_journal
+from sabre_prior.inference.models.base import Backend, CallError, Completion, Query
+from sabre_prior.inference.ratelimit import RateLimiter, TokenBucket
 from tests.servers import FakeServer
 from tests.servers.fixtures import (  # noqa: F401  (fixtures)
     api_key,

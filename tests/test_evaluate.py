@@ -17,7 +17,7 @@ import pytest
 from sabre_prior import contracts as C
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError, PredictionFileError
-from sabre_prior.evaluate import default_trace_dir, evaluate_predictions
+from sabre_prior.scoring.evaluate import default_trace_dir, evaluate_predictions
 
 IMAGE = {"bytes": b"\xff\xd8\xff\xe0fake-jpeg", "path": None}
 LANG_OPTIONS = ["a cat", "a dog", "a bird", "Cannot be determined"]

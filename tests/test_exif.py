@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from sabre_prior.analysis.report import thumbnail_uri
-from sabre_prior.models.local_common import decode_image
-from sabre_prior.prompts import ImagePolicy, prepare_image
+from sabre_prior.inference.models.local_common import decode_image
+from sabre_prior.inference.prompts import ImagePolicy, prepare_image
 
 #: EXIF tag 0x0112 Orientation; 6 = "rotate 90 CW to display" (a phone held upright), as PIL reads it.
 ORIENTATION, ROTATE_90_CW = 0x0112, 6

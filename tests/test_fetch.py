@@ -22,11 +22,11 @@ from PIL import Image
 
 from sabre_prior import cli
 from sabre_prior import contracts as C
-from sabre_prior.data import iter_rows
-from sabre_prior.demo import generate
+from sabre_prior.data.parquet import iter_rows
+from sabre_prior.data.demo import generate
 from sabre_prior.errors import AccessError, DataError
-from sabre_prior.fetch import explain_load_error, fetch_split, open_split, write_parquet
-from sabre_prior.prompts import options_mapping
+from sabre_prior.data.fetch import explain_load_error, fetch_split, open_split, write_parquet
+from sabre_prior.inference.prompts import options_mapping
 
 from layouts import LAYOUTS, write_layout, write_official_size_mirror
 
@@ -124,7 +124,7 @@ def test_every_mirror_layout_gives_the_same_parquet(
 
 
 def test_options_are_stored_as_a_letter_mapping_without_repeated_letters(demo_parquet_dir: Path) -> None:
-    from sabre_prior.prompts import render
+    from sabre_prior.inference.prompts import render
 
     rows = pq.read_table(demo_parquet_dir / "language.parquet", columns=["options", "question"]).to_pylist()
     for row in rows:
@@ -154,7 +154,7 @@ def test_options_mapping_accepts_every_container(options: Any, expected: dict[st
 
 
 def test_option_text_matching_works_for_lettered_options() -> None:
-    from sabre_prior.scoring import score
+    from sabre_prior.scoring.contract import score
 
     opts = ["A. red", "B. blue", "C. green", "D. It cannot be determined"]
     assert score("it cannot be determined", "D", "multiple_choice_exact", opts).correct
@@ -488,8 +488,8 @@ def test_the_resolved_hub_commit_is_recorded_in_the_parquet_and_the_manifest(
 ) -> None:
     import huggingface_hub.constants as hc
 
-    from sabre_prior.fetch import REVISION_KEY, canonical_table, parquet_revision, resolve_revision
-    from sabre_prior.manifest import parquet_fingerprint
+    from sabre_prior.data.fetch import REVISION_KEY, canonical_table, parquet_revision, resolve_revision
+    from sabre_prior.repro.manifest import parquet_fingerprint
 
     monkeypatch.setattr(hc, "ENDPOINT", fake_hub)
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)

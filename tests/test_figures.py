@@ -1,4 +1,4 @@
-"""Tests of sabre_prior.figures (and plotting): content, layout, determinism."""
+"""Tests of sabre_prior.report.figures (and plotting): content, layout, determinism."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ import yaml
 from PIL import Image
 
 from sabre_prior import contracts as C
-from sabre_prior import plotting
-from sabre_prior.figures import (
+from sabre_prior.report import plotting
+from sabre_prior.report.figures import (
     FIGURE_STEMS,
     figure_width,
     probe_accuracy_figure,
     split_accuracy_figure,
     write_figures,
 )
-from sabre_prior.tables import ResultsFileError, load_results
+from sabre_prior.report.tables import ResultsFileError, load_results
 
 SPLITS = ("context", "texture", "attribute", "language")
 NAMES = ["Random", "Always yes", "Always no", "World prior", "Claude 4.6", "Kimi-k2.6", "Qwen 3.5", "Gemini 3.5",

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sabre_prior import contracts as C
-from sabre_prior.fetch import fetch_split
+from sabre_prior.data.fetch import fetch_split
 
 pytestmark = pytest.mark.gated
 

@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from sabre_prior import cli
-from sabre_prior import prompts
+from sabre_prior.inference import prompts
 from sabre_prior.errors import ConfigError
-from sabre_prior.inference import predict_split
-from sabre_prior.journal import read_journal
-from sabre_prior.prompts import ImagePolicy, prepare_image
+from sabre_prior.inference.predict import predict_split
+from sabre_prior.inference.journal import read_journal
+from sabre_prior.inference.prompts import ImagePolicy, prepare_image
 from tests.servers import FakeServer
 from tests.servers.dataset import jpeg, write_split
 from tests.servers.fixtures import KEY_ENV, api_key, model_settings, read_predictions, server, split_file  # noqa: F401
@@ -171,7 +171,7 @@ def test_predict_failures_exit_3_and_list_ids(project: Path, server: FakeServer,
 
 def test_paper_preset_has_the_six_models() -> None:
     from sabre_prior.config import load_params
-    from sabre_prior.models.base import ApiBackend, create_backend
+    from sabre_prior.inference.models.base import ApiBackend, create_backend
 
     root = Path(__file__).resolve().parents[1]
     params = load_params(root / "configs" / "paper.yaml")
@@ -186,8 +186,8 @@ def test_paper_preset_has_the_six_models() -> None:
 def test_estimate_uses_each_providers_image_rule_and_shows_allowances(tmp_path: Path) -> None:
     """The paper presets on photo-sized images: provider image rules, reasoning and retry allowances."""
 
-    from sabre_prior.inference import estimate_split, format_estimates
-    from sabre_prior.models.base import estimate_image_tokens
+    from sabre_prior.inference.predict import estimate_split, format_estimates
+    from sabre_prior.inference.models.base import estimate_image_tokens
     from tests.servers.dataset import write_split
 
     data = tmp_path / "context.parquet"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sabre_prior.errors import BackendError
-from sabre_prior.journal import Journal, journal_path, read_journal, request_key
+from sabre_prior.inference.journal import Journal, journal_path, read_journal, request_key
 
 IDENTITY = {"backend": "openai", "provider": "openai", "model_id": "m", "generation": {"temperature": 0.0}}
 
@@ -93,7 +93,7 @@ def test_lock_is_released_when_the_holder_is_killed(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     code = (
         "import sys, time\n"
-        "from sabre_prior.journal import Journal\n"
+        "from sabre_prior.inference.journal import Journal\n"
         f"j = Journal({str(path)!r})\n"
         "j.append({'key': 'k1', 'text': 'yes'})\n"
         "print('ready', flush=True)\n"

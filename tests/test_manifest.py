@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from dvc_helpers import GIT_ID
 
-from sabre_prior import manifest as M
+from sabre_prior.repro import manifest as M
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError
 

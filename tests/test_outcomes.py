@@ -9,7 +9,7 @@ import datetime as dt
 
 import pytest
 
-from sabre_prior import outcomes as O
+from sabre_prior.inference import outcomes as O
 
 
 def chat(content, finish="stop", refusal=None, usage=None):

@@ -19,7 +19,7 @@ import yaml
 from dvc_helpers import NEW_MODEL, dvc, make_repo, out, set_param_models, smk
 from project import ROOT
 
-from sabre_prior.pipeline import STAGES, Pipeline, render_dvc_yaml
+from sabre_prior.repro.pipeline import STAGES, Pipeline, render_dvc_yaml
 
 BIN = Path(sys.executable).parent
 

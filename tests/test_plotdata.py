@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sabre_prior.errors import DataError
-from sabre_prior.plotdata import write_plot_data
+from sabre_prior.report.plotdata import write_plot_data
 
 PARAMS = {"splits": ["context", "language"], "models": {"b": {}, "a": {}}}
 

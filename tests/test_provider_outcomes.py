@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sabre_prior.errors import BackendError, InferenceIncomplete
-from sabre_prior.inference import SplitRun, predict_split
+from sabre_prior.inference.predict import SplitRun, predict_split
 from tests.servers import FakeServer
 from tests.servers.fixtures import (  # noqa: F401  (fixtures)
     api_key,

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from sabre_prior.errors import DataError
-from sabre_prior.scoring import (
+from sabre_prior.scoring.contract import (
     EVAL_TYPES,
     NUMBER_WORDS,
     Scored,

@@ -156,8 +156,8 @@ def revision_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_RevisionHub]
 def test_a_new_hub_revision_rewrites_the_fetch_stamps_and_the_same_one_never_does(
     revision_hub: type[_RevisionHub], tmp_path: Path
 ) -> None:
-    from sabre_prior.dagsync import job_times, write_stamps
-    from sabre_prior.pipeline import Pipeline
+    from sabre_prior.repro.dagsync import job_times, write_stamps
+    from sabre_prior.repro.pipeline import Pipeline
 
     params = {"dataset": {"source": "Zesearch/SABRE-Prior", "revision": None}, "splits": ["context", "language"],
               "models": {"random": {"backend": "baseline", "strategy": "random"}}}

@@ -1,4 +1,4 @@
-"""Tests of sabre_prior.tables: the paper's main table in md, csv and tex."""
+"""Tests of sabre_prior.report.tables: the paper's main table in md, csv and tex."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import yaml
 from sabre_prior import contracts as C
 from sabre_prior.cli import main as cli_main
 from sabre_prior.formatting import format_interval, format_percent, percent
-from sabre_prior.tables import (
+from sabre_prior.report.tables import (
     ResultsFileError,
     latex_escape,
     markdown_escape,

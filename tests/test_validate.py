@@ -10,7 +10,7 @@ import pytest
 
 from sabre_prior import contracts as C
 from sabre_prior.errors import DataError
-from sabre_prior.validate import (
+from sabre_prior.data.validate import (
     MAX_LISTED,
     Problem,
     check_counts,

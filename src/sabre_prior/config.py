@@ -26,7 +26,7 @@ def _schema() -> dict[str, Any]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: read at every DAG build
     with open(schema_path(), encoding="utf-8") as fh:
         schema = yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
-    from .models import registry  # the backend names and each backend's keys come from the registry
+    from . import registry  # the backend names and each backend's keys come from the registry
 
     model = schema["$defs"]["model"]
     model["properties"]["backend"]["enum"] = list(registry.names())
@@ -70,7 +70,7 @@ def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> N
 
     validator = jsonschema.Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
-    from .batch import check_params  # `batch: true` only where a provider batch API is documented
+    from .inference.batch import check_params  # `batch: true` only where a provider batch API is documented
 
     check_params(params, source)  # before the schema's errors: a clearer message for `batch`
     lines: dict[str, str] = {}  # ordered by path, one line per field

@@ -8,12 +8,12 @@ and the ones it requires, and its provider batch adapter if it has one.
 
 Derived from here, never typed again:
 
-* ``models.base.REGISTRY`` (name -> class) and ``backend_class``;
+* ``inference.models.base.REGISTRY`` (name -> class) and ``backend_class``;
 * the params schema's ``backend`` enum and its per-backend key lists (filled in by
   :func:`sabre_prior.config.load_schema`, which is what the Snakefile validates with);
-* ``manifest.BACKEND_PACKAGES``; ``models.local_common.LOCAL_BACKENDS``;
+* ``repro.manifest.BACKEND_PACKAGES``; ``inference.models.local_common.LOCAL_BACKENDS``;
 * the Snakemake predict rule's API/local split (``api_jobs`` resource, local models' GPUs);
-* ``batch.ADAPTERS``.
+* ``inference.batch.ADAPTERS``.
 
 ``tests/models/test_registry.py`` fails if a copy drifts or a backend class accepts a
 setting its entry does not list.  This module imports nothing heavy: the schema is read at
@@ -39,7 +39,7 @@ _API: tuple[str, ...] = _COMMON + (
     "backoff_base_s", "backoff_max_s", "rate_limits", "prices", "empty_budget_retries", "empty_retries",
     "retry_refusals", "batch",
 )  # fmt: skip
-#: Keys of the local backends (``models.local_common.KNOWN_KEYS`` less the API-only operational keys).
+#: Keys of the local backends (``inference.models.local_common.KNOWN_KEYS`` less the API-only operational keys).
 _LOCAL: tuple[str, ...] = _COMMON + (
     "model_id", "revision", "dtype", "device", "batch_size", "max_new_tokens", "gpus", "gpu_model",
     "cuda_visible_devices", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
@@ -58,34 +58,34 @@ class BackendSpec:
     packages: tuple[str, ...] = ()
     settings: tuple[str, ...] = _COMMON
     required: tuple[str, ...] = ()
-    batch: str | None = None  # "module:Class" of the provider batch adapter (sabre_prior.batch)
+    batch: str | None = None  # "module:Class" of the provider batch adapter (sabre_prior.inference.batch)
 
 
 #: The backends, in the order the schema's enum (and its error messages) list them.
 BACKENDS: tuple[BackendSpec, ...] = (
     BackendSpec(
-        "baseline", "sabre_prior.models.baseline:BaselineBackend", "offline",
+        "baseline", "sabre_prior.inference.models.baseline:BaselineBackend", "offline",
         settings=_COMMON + ("strategy", "seed"), required=("strategy",),
     ),
     BackendSpec(
-        "openai", "sabre_prior.models.openai_backend:OpenAIBackend", "api", ("openai",),
-        settings=_API, required=("model_id", "api_key_env"), batch="sabre_prior.models.batch_openai:OpenAIBatch",
+        "openai", "sabre_prior.inference.models.openai_backend:OpenAIBackend", "api", ("openai",),
+        settings=_API, required=("model_id", "api_key_env"), batch="sabre_prior.inference.models.batch_openai:OpenAIBatch",
     ),
     BackendSpec(
-        "anthropic", "sabre_prior.models.anthropic_backend:AnthropicBackend", "api", ("anthropic",),
+        "anthropic", "sabre_prior.inference.models.anthropic_backend:AnthropicBackend", "api", ("anthropic",),
         settings=_API, required=("model_id", "api_key_env"),
-        batch="sabre_prior.models.batch_anthropic:AnthropicBatch",
+        batch="sabre_prior.inference.models.batch_anthropic:AnthropicBatch",
     ),
     BackendSpec(
-        "gemini", "sabre_prior.models.gemini_backend:GeminiBackend", "api", ("google-genai",),
-        settings=_API, required=("model_id", "api_key_env"), batch="sabre_prior.models.batch_gemini:GeminiBatch",
+        "gemini", "sabre_prior.inference.models.gemini_backend:GeminiBackend", "api", ("google-genai",),
+        settings=_API, required=("model_id", "api_key_env"), batch="sabre_prior.inference.models.batch_gemini:GeminiBatch",
     ),
     BackendSpec(
-        "transformers", "sabre_prior.models.transformers_backend:TransformersBackend", "local",
+        "transformers", "sabre_prior.inference.models.transformers_backend:TransformersBackend", "local",
         ("torch", "torchvision", "transformers", "accelerate"), settings=_LOCAL, required=("model_id",),
     ),
     BackendSpec(
-        "vllm", "sabre_prior.models.vllm_backend:VLLMBackend", "local",
+        "vllm", "sabre_prior.inference.models.vllm_backend:VLLMBackend", "local",
         ("vllm", "torch", "torchvision", "transformers"), settings=_LOCAL, required=("model_id",),
     ),
 )  # fmt: skip

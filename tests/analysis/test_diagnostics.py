@@ -22,7 +22,7 @@ from sabre_prior.analysis.diagnostics import (
 )
 from sabre_prior.analysis.traces import read_model_traces
 from sabre_prior.cli import main
-from sabre_prior.data import read_rows
+from sabre_prior.data.parquet import read_rows
 
 
 def _answers(split: str, *words: str | None) -> dict[str, str | None]:

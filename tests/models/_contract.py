@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sabre_prior.errors import BackendError, ConfigError
-from sabre_prior.inference import predict_split
-from sabre_prior.models.base import CallError, Completion, create_backend
+from sabre_prior.inference.predict import predict_split
+from sabre_prior.inference.models.base import CallError, Completion, create_backend
 from tests.servers import FakeServer, content_key, fake_answer
 from tests.servers.dataset import jpeg, write_split
 from tests.servers.fixtures import FAULT_KINDS, KEY_ENV, YES_NO_TEXT, expected_answers, model_settings, one_call

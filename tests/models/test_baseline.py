@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from sabre_prior.errors import BackendError, ConfigError
-from sabre_prior.models.base import Query, backend_class, create_backend
-from sabre_prior.models.baseline import BaselineBackend
+from sabre_prior.inference.models.base import Query, backend_class, create_backend
+from sabre_prior.inference.models.baseline import BaselineBackend
 
 
 def _q(qid: str, eval_type: str, **row) -> Query:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sabre_prior.errors import ConfigError
-from sabre_prior.models.base import create_backend
+from sabre_prior.inference.models.base import create_backend
 from tests.models import _contract as contract
 from tests.servers import FakeServer
 from tests.servers.fixtures import FAULT_KINDS, KEY, api_key, model_settings, one_call, server  # noqa: F401

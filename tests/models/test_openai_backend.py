@@ -62,7 +62,7 @@ def test_raw_body_and_sdk_create_send_the_same_request(server: FakeServer) -> No
     """The fast path (body assembled here, image spliced in) and chat.completions.create agree."""
     import asyncio
 
-    from sabre_prior.models.base import Query, create_backend
+    from sabre_prior.inference.models.base import Query, create_backend
     from tests.servers.dataset import jpeg
     from tests.servers.fixtures import model_settings
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sabre_prior import batch, manifest
+from sabre_prior.inference import batch
+from sabre_prior.repro import manifest
 from sabre_prior.config import load_schema, schema_path, validate_params
 from sabre_prior.errors import ConfigError
-from sabre_prior.models import base, local_common, registry
+from sabre_prior.inference.models import base, local_common
+from sabre_prior import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

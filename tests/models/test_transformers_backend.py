@@ -15,7 +15,7 @@ pytest.importorskip("transformers", reason="the local-model stack (pip install -
 from PIL import Image  # noqa: E402
 
 from sabre_prior.errors import BackendError  # noqa: E402
-from sabre_prior.models.base import Query, create_backend  # noqa: E402
+from sabre_prior.inference.models.base import Query, create_backend  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

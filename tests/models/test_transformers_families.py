@@ -17,7 +17,7 @@ pytest.importorskip("transformers", reason="the local-model stack (pip install -
 
 from PIL import Image  # noqa: E402
 
-from sabre_prior.models.base import Query, create_backend  # noqa: E402
+from sabre_prior.inference.models.base import Query, create_backend  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SPLIT = "attribute"  # the smallest demo split: one question per image
@@ -70,8 +70,8 @@ def pipeline(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFact
 @pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_through_snakemake(family: str, checkpoints: dict[str, Path], pipeline: Path) -> None:
-    from sabre_prior.inference import build_queries
-    from sabre_prior.prompts import DEFAULT_TEMPLATE
+    from sabre_prior.inference.predict import build_queries
+    from sabre_prior.inference.prompts import DEFAULT_TEMPLATE
 
     parquet = pipeline / "data" / "parquet" / f"{SPLIT}.parquet"
     queries = build_queries(parquet, SPLIT, DEFAULT_TEMPLATE)
@@ -133,7 +133,7 @@ def test_a_missing_processor_package_is_named_before_loading(family: str, packag
             (view / entry).symlink_to(Path(site_packages) / entry)
     src = Path(__file__).resolve().parents[2] / "src"
     code = (
-        "from sabre_prior.models.base import create_backend\n"
+        "from sabre_prior.inference.models.base import create_backend\n"
         f"b = create_backend('m', {{'backend': 'transformers', 'model_id': {str(checkpoints[family])!r}, 'device': 'cpu'}})\n"
         "b.check_ready()\n"
     )

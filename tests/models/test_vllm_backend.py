@@ -15,9 +15,9 @@ import pytest
 from PIL import Image
 
 from sabre_prior.errors import BackendError, ConfigError
-from sabre_prior.models.base import CallError, Query, create_backend
-from sabre_prior.models.local_common import LocalSettings, resolve_model_source
-from sabre_prior.models.vllm_backend import (
+from sabre_prior.inference.models.base import CallError, Query, create_backend
+from sabre_prior.inference.models.local_common import LocalSettings, resolve_model_source
+from sabre_prior.inference.models.vllm_backend import (
     answer_each,
     build_requests,
     chat_kwargs,
@@ -175,9 +175,9 @@ def test_a_prompt_that_cannot_be_served_fails_alone() -> None:
 def test_engine_fails_only_the_unservable_question(tmp_path) -> None:
     """Through the real engine and journal: the others are answered and journaled, the
     unservable one is a failure (never an answer) and is not retried."""
-    from sabre_prior.engine import Engine, EngineSettings, WorkItem
-    from sabre_prior.journal import Journal
-    from sabre_prior.models.base import Backend
+    from sabre_prior.inference.engine import Engine, EngineSettings, WorkItem
+    from sabre_prior.inference.journal import Journal
+    from sabre_prior.inference.models.base import Backend
 
     chat = FakeChat(bad={"q1"})
 
@@ -309,7 +309,7 @@ def test_tokenizer_only_checkpoints_pass_the_vllm_preflight(tmp_path) -> None:
     """InternVL's original repos (trust_remote_code) give AutoProcessor a tokenizer alone;
     vLLM places their images itself, so only the chat template is required."""
     pytest.importorskip("transformers")
-    from sabre_prior.models.local_common import preflight_processor
+    from sabre_prior.inference.models.local_common import preflight_processor
 
     spec = importlib.util.spec_from_file_location("tiny_vlm", Path(__file__).resolve().parents[1] / "fixtures" / "tiny_vlm.py")
     assert spec and spec.loader

@@ -54,7 +54,7 @@ def model_settings(server: FakeServer, backend: str = "openai", **extra: Any) ->
 
 def expected_answers(split_path: Path, split: str = "context") -> dict[str, tuple[str, str]]:
     """Question id -> (content key, the fake server's answer), recomputed from the data."""
-    from sabre_prior.inference import build_queries
+    from sabre_prior.inference.predict import build_queries
 
     out = {}
     for q in build_queries(split_path, split, "screening_v1"):
@@ -86,7 +86,7 @@ def one_call(server: FakeServer, backend: str, *, text: str = YES_NO_TEXT, image
     """One ``acomplete`` through the real SDK: the Completion, or the CallError raised."""
     import asyncio
 
-    from sabre_prior.models.base import CallError, Query, create_backend
+    from sabre_prior.inference.models.base import CallError, Query, create_backend
 
     from .dataset import jpeg
 

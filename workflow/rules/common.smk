@@ -1,7 +1,7 @@
 # Shared names for the rules. Each rule takes its inputs, outputs, log and command from the
-# one declaration of the pipeline (sabre_prior.pipeline.STAGES, also rendered into dvc.yaml).
+# one declaration of the pipeline (sabre_prior.repro.pipeline.STAGES, also rendered into dvc.yaml).
 
-from sabre_prior.pipeline import BY_NAME, snakemake_outputs
+from sabre_prior.repro.pipeline import BY_NAME, snakemake_outputs
 
 SPLITS = PIPELINE.splits
 MODELS = PIPELINE.models
@@ -18,7 +18,7 @@ def stage_inputs(name):
 
 
 def stage_stamp(name):
-    """The job's stamp: command and params values (sabre_prior.dagsync rewrites it on a change)."""
+    """The job's stamp: command and params values (sabre_prior.repro.dagsync rewrites it on a change)."""
     return BY_NAME[name].stamp
 
 
@@ -36,11 +36,11 @@ def stage_shell(name, prefix=""):
 
 
 # Resources of the predict jobs, from each model's settings (see
-# sabre_prior.models.local_common.job_resources): local models (transformers,
+# sabre_prior.inference.models.local_common.job_resources): local models (transformers,
 # vllm) ask for `gpus` GPUs (default 1) of `gpu_model`; API and offline models
 # for none. Limit GPUs on a workstation with `snakemake --resources gpu=N`.
-from sabre_prior.models.local_common import LOCAL_BACKENDS, job_resources
-from sabre_prior.models.registry import kind_of as backend_kind  # offline / api / local
+from sabre_prior.inference.models.local_common import LOCAL_BACKENDS, job_resources
+from sabre_prior.registry import kind_of as backend_kind  # offline / api / local
 
 LOCAL_MODELS = [m for m in MODELS if config["models"][m].get("backend") in LOCAL_BACKENDS]
 OTHER_MODELS = [m for m in MODELS if m not in LOCAL_MODELS]

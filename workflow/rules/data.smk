@@ -1,6 +1,6 @@
 # Data: the embedded demo benchmark (hub layout) and the self-contained Parquet splits.
 # The fetch of a split reads the demo folder, a local mirror's card and split files, or (hub)
-# the resolved revision in its stamp: sabre_prior.pipeline.Pipeline.fetch_inputs.
+# the resolved revision in its stamp: sabre_prior.repro.pipeline.Pipeline.fetch_inputs.
 
 
 rule demo_data:

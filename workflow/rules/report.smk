@@ -1,4 +1,4 @@
-# Reporting: the paper's main table, the figures and the HTML report.
+# Reporting: the paper's main table, the figures, the plot data for `dvc plots` and the HTML report.
 
 
 # seconds: never submitted to a cluster
@@ -32,6 +32,20 @@ rule figures:
         "../../environment.yml"
     shell:
         stage_shell("figures")
+
+
+rule plot_data:
+    input:
+        stage_inputs("plot_data"),
+        stamp=stage_stamp("plot_data"),
+    output:
+        stage_outputs("plot_data"),
+    log:
+        stage_log("plot_data"),
+    conda:
+        "../../environment.yml"
+    shell:
+        stage_shell("plot_data")
 
 
 rule html_report:

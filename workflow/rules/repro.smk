@@ -1,4 +1,4 @@
-# Reproducibility outputs: the run manifest and the plot data for `dvc plots`.
+# Reproducibility outputs: the run manifest.
 
 
 rule manifest:
@@ -14,16 +14,3 @@ rule manifest:
     shell:
         stage_shell("manifest")
 
-
-rule plot_data:
-    input:
-        stage_inputs("plot_data"),
-        stamp=stage_stamp("plot_data"),
-    output:
-        stage_outputs("plot_data"),
-    log:
-        stage_log("plot_data"),
-    conda:
-        "../../environment.yml"
-    shell:
-        stage_shell("plot_data")

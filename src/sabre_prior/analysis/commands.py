@@ -1,6 +1,6 @@
 """``sabre intervals | compare | diagnose | paper-compare | report``: thin CLI wrappers.
 
-Registered in :data:`sabre_prior.cli.REGISTRARS`.  Heavy imports happen inside
+Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).  Heavy imports happen inside
 the handlers so that ``sabre --help`` stays fast.
 """
 
@@ -103,7 +103,7 @@ def _p_compare(sub: _Sub) -> None:
 
 # ---------------------------------------------------------------------------
 def _diagnose(args: argparse.Namespace) -> int:
-    from ..data import read_rows
+    from ..data.parquet import read_rows
     from .diagnostics import model_diagnostics, write_diagnostics
     from .traces import read_model_traces
 

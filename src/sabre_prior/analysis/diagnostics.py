@@ -131,7 +131,7 @@ def parsing_stats(rows: Sequence[Trace]) -> dict[str, int]:
 
     An empty answer reaches a prediction file only when the model spent its whole output-token budget
     (finish reason ``length`` / ``max_tokens``): other empty responses are retried and never stored
-    (see ``sabre_prior.engine``), so ``empty_answers`` counts "empty: token budget spent".
+    (see ``sabre_prior.inference.engine``), so ``empty_answers`` counts "empty: token budget spent".
     """
     return {
         "questions": len(rows),
@@ -366,7 +366,7 @@ def draw_pair_outcomes(
     diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], outdir: str | Path
 ) -> list[Path]:
     """Stacked horizontal bars: share of pairs per class, one bar per model, one panel per paired split."""
-    from ..plotting import plt, save_figure, style
+    from ..report.plotting import plt, save_figure, style
 
     models = list(diag)
     splits = [s for s in C.PAIRED_SPLITS if any(s in diag[m] for m in models)]

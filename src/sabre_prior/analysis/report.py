@@ -22,10 +22,10 @@ from typing import Any
 
 from .. import contracts as C
 from ..config import display_name
-from ..data import image_mime, iter_rows
+from ..data.parquet import image_mime, iter_rows
 from ..errors import DataError
 from ..io_utils import write_text
-from ..prompts import options_mapping
+from ..inference.prompts import options_mapping
 from .intervals import read_intervals
 from .settings import AnalysisSettings
 from .traces import Trace, read_model_traces

@@ -6,14 +6,14 @@ The same call serves the gated hub repo and a local copy of its layout (the demo
 
 Every layout a mirror may have (``metadata.jsonl``/``.csv``/``.parquet`` ImageFolders, nested
 image folders, ``push_to_hub`` Parquet shards) gives the same file (:func:`canonical_table`). The
-rows are validated (:mod:`sabre_prior.validate`; for every copy of the real dataset, hub or local,
+rows are validated (:mod:`sabre_prior.data.validate`; for every copy of the real dataset, hub or local,
 also the official counts), then written to ``data/parquet/<split>.parquet``:
 
 * every column of the source is kept, in name order, and rows keep their order;
 * ``image`` holds the embedded file bytes (``{"bytes", "path"}`` with ``path`` the file's base
   name), so the file needs nothing else; ``datasets`` can load it back with its features;
 * ``options`` is stored as a letter-keyed mapping (from a list, a mapping, JSON text or texts
-  that carry their letter, :func:`sabre_prior.prompts.options_mapping`);
+  that carry their letter, :func:`sabre_prior.inference.prompts.options_mapping`);
 * written row group by row group (memory stays bounded), deterministically (same input,
   same bytes: no timestamps) and atomically (temporary file, then rename).
 
@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import contracts as C
-from .errors import AccessError, DataError, SabreError
-from .io_utils import atomic_writer
+from .. import contracts as C
+from ..errors import AccessError, DataError, SabreError
+from ..io_utils import atomic_writer
 from .validate import validate_split
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -389,14 +389,14 @@ def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
     """One form for every layout of a mirror, so that they all give the same Parquet.
 
     Columns in name order; ``options`` as a letter-keyed mapping (from a list, a mapping, JSON
-    text or lettered texts, :func:`~sabre_prior.prompts.options_mapping`); contract text columns
+    text or lettered texts, :func:`~sabre_prior.inference.prompts.options_mapping`); contract text columns
     as strings, every text column as ``string`` (a CSV gives ``large_string``); the ``huggingface`` schema metadata (features, the image as ``Image``) rebuilt.
     """
     import datasets
     import pyarrow.compute as pc
     from datasets.table import table_cast
 
-    from .prompts import options_mapping
+    from ..inference.prompts import options_mapping
 
     feats = dict(features)
     if C.COL_OPTIONS in table.column_names:

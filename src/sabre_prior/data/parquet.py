@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 import pyarrow.parquet as pq
 
-from . import contracts as C
-from .errors import DataError
+from .. import contracts as C
+from ..errors import DataError
 
 _MIME = {
     b"\xff\xd8\xff": "image/jpeg",

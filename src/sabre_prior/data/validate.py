@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import contracts as C
-from .errors import DataError
-from .prompts import options_mapping
+from .. import contracts as C
+from ..errors import DataError
+from ..inference.prompts import options_mapping
 
 #: Scoring contracts the official evaluator knows (SPEC.md section 4).
 KNOWN_EVAL_TYPES: frozenset[str] = frozenset(

@@ -7,10 +7,10 @@ through the provider's batch API instead of one call per question:
 * ``openai`` (and the OpenAI-compatible providers whose docs describe the same
   Files + Batches endpoints, :data:`OPENAI_COMPATIBLE_BATCH`): a JSONL input
   file (``files.create(purpose="batch")``) and ``batches.create`` for
-  ``/v1/chat/completions`` (:mod:`sabre_prior.models.batch_openai`);
-* ``anthropic``: Message Batches (:mod:`sabre_prior.models.batch_anthropic`);
+  ``/v1/chat/completions`` (:mod:`sabre_prior.inference.models.batch_openai`);
+* ``anthropic``: Message Batches (:mod:`sabre_prior.inference.models.batch_anthropic`);
 * ``gemini``: the google-genai batch interface with inlined requests
-  (:mod:`sabre_prior.models.batch_gemini`).
+  (:mod:`sabre_prior.inference.models.batch_gemini`).
 
 Each request's body is the one the synchronous path sends (the backends'
 ``request``/``request_body``), and the work items carry the same journal keys,
@@ -60,9 +60,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from .engine import EngineResult, EngineSettings, WorkItem, redact
-from .errors import BackendError, ConfigError, SabreError
+from ..errors import BackendError, ConfigError, SabreError
 from .journal import Journal, is_refusal
-from .models import registry
+from .. import registry
 from .models.base import Backend, CallError, Completion
 from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
 from .usage import Prices, RunStats
@@ -284,7 +284,7 @@ class BatchState:
 
 
 class BatchAdapter(Protocol):
-    """One provider's batch API (see sabre_prior.models.batch_*)."""
+    """One provider's batch API (see sabre_prior.inference.models.batch_*)."""
 
     provider: str
     max_requests: int
@@ -492,7 +492,7 @@ class _Bars:
 class BatchEngine:
     """Answers work items through a provider batch API (same interface as :class:`engine.Engine`).
 
-    Outcomes follow the synchronous engine (:mod:`sabre_prior.engine`, :mod:`sabre_prior.outcomes`):
+    Outcomes follow the synchronous engine (:mod:`sabre_prior.inference.engine`, :mod:`sabre_prior.inference.outcomes`):
     an answer is journaled; a refusal (in the response, or a moderation error) is journaled as
     final for its question and never a prediction; an empty answer whose token budget ran out
     is retried ``empty_budget_retries`` times, then kept as the model's (empty) answer; an empty

@@ -9,7 +9,7 @@ the rest through the backend:
   (requests and tokens per minute, adaptive back-off on 429), a timeout per
   attempt, and retries with exponential back-off and jitter on 429, 5xx,
   timeouts, connection errors, malformed responses and empty answers,
-  honouring every documented wait signal (:mod:`sabre_prior.outcomes`).
+  honouring every documented wait signal (:mod:`sabre_prior.inference.outcomes`).
   Non-retryable errors fail the question at once; an authentication or
   account error (no quota, billing, permission), an unknown model, or a bad
   request before any call succeeded stops the run early with the provider's
@@ -17,7 +17,7 @@ the rest through the backend:
 * batch backends (``Backend.complete_batch``, local models): chunks of
   ``batch_size``, retried on a retryable :class:`CallError`.
 
-Outcomes (:mod:`sabre_prior.outcomes`): an *answer* is journaled and returned;
+Outcomes (:mod:`sabre_prior.inference.outcomes`): an *answer* is journaled and returned;
 a *refusal* (content filter, safety stop, refusal field or stop reason, blocked
 prompt, moderation 400) is journaled as final for that question, returned in
 :attr:`EngineResult.refusals` and never re-sent (unless ``retry_refusals``); it
@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Sized
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .journal import Journal, is_refusal
 from .models.base import Backend, CallError, Completion, Query
 from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent

@@ -16,7 +16,7 @@ operational settings reuses every completed call; editing the prompt, the
 image policy or a generation setting makes new calls.
 
 The journal stores responses only: never the API key, the prompt or the image.
-Each line has an ``outcome`` (:mod:`sabre_prior.outcomes`): ``answer`` (lines
+Each line has an ``outcome`` (:mod:`sabre_prior.inference.outcomes`): ``answer`` (lines
 written before outcomes existed count as answers), ``empty`` (an empty answer
 kept as the model's answer), ``refusal`` (final for its question, never a
 prediction; a later line for the same key supersedes it, so that a run asked
@@ -45,8 +45,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from . import contracts as C
-from .errors import BackendError
+from .. import contracts as C
+from ..errors import BackendError
 
 log = logging.getLogger(__name__)
 

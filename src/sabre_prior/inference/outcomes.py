@@ -4,7 +4,7 @@ Pure functions, one set per wire protocol, shared by the synchronous backends
 (``models/*_backend.py``) and any other reader of provider responses (e.g. the
 result lines of a provider batch job).  Each takes a parsed response body, as a
 ``dict`` (JSON as sent on the wire, camelCase or snake_case) or as the SDK's
-typed object, and returns a :class:`~sabre_prior.models.base.Completion` whose
+typed object, and returns a :class:`~sabre_prior.inference.models.base.Completion` whose
 ``outcome`` is one of
 
 * :data:`ANSWER`  - text to score;
@@ -17,8 +17,8 @@ typed object, and returns a :class:`~sabre_prior.models.base.Completion` whose
   (:func:`budget_spent`) from a normal stop.
 
 An HTTP error body is classified by :func:`classify_error` into a
-:class:`~sabre_prior.models.base.CallError` whose ``kind`` is, besides the
-transport kinds of :func:`~sabre_prior.models.base.status_error`,
+:class:`~sabre_prior.inference.models.base.CallError` whose ``kind`` is, besides the
+transport kinds of :func:`~sabre_prior.inference.models.base.status_error`,
 ``"refusal"`` (a per-question moderation rejection such as DashScope's
 ``data_inspection_failed``: final for that question, never stops the run),
 ``"account"`` (insufficient quota, billing, permission: stops the run at

@@ -4,7 +4,7 @@ The prediction file ``results/predictions/<model>/<split>.jsonl`` holds one
 line ``{"id": ..., "prediction": ...}`` per answered question, in dataset order
 (the official format).  It is written atomically, and only when every question
 has a final outcome: a failed call is never stored as an answer.  A refused
-question (:mod:`sabre_prior.outcomes`) is final: it has no line (the official
+question (:mod:`sabre_prior.inference.outcomes`) is final: it has no line (the official
 contract scores a missing prediction as wrong), it is listed with its reason
 in the usage summary, and a re-run does not send it again unless asked to
 (``--retry-refusals`` or ``retry_refusals: true``).  When questions fail
@@ -13,7 +13,7 @@ journal), writes the failures to the run log and raises
 :class:`InferenceIncomplete` (exit code 3) listing the failed ids; running the
 same command again only calls the failed questions.
 
-API and local models go through :class:`sabre_prior.engine.Engine` and the
+API and local models go through :class:`sabre_prior.inference.engine.Engine` and the
 response journal (``.sabre/journal/<model>/<split>.jsonl``); offline
 baselines bypass the journal.  Next to the predictions each run writes the
 usage summary ``results/usage/<model>/<split>.json`` (deterministic) and the
@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from . import contracts as C
-from .data import image_mime, iter_rows
+from .. import contracts as C
+from ..data.parquet import image_mime, iter_rows
 from .engine import Engine, EngineResult, EngineSettings, WorkItem
-from .errors import BackendError, InferenceIncomplete
-from .io_utils import write_json, write_jsonl
+from ..errors import BackendError, InferenceIncomplete
+from ..io_utils import write_json, write_jsonl
 from .journal import Journal, is_refusal, journal_path, read_journal, request_key
 from .models.base import Backend, MissingKeyError, Query, create_backend
 from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
-from .scoring import resolve_eval_type
+from ..scoring.contract import resolve_eval_type
 from .usage import Prices, format_failures, run_log, run_log_path, summarize
 from .batch import BatchSettings, apply_batch_pricing, batch_prices
 
@@ -167,7 +167,7 @@ def predict_split(
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     runner: Any = Engine
-    if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.batch)
+    if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.inference.batch)
         from .batch import BatchEngine as runner
     try:
         engine = runner(
@@ -304,7 +304,7 @@ class Estimate:
     reasoning: bool = False
     #: cost at the bound with every call retried once as a spent-budget empty answer
     cost_allowance: float | None = None
-    batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.batch)
+    batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.inference.batch)
     batch_cost_max: float | None = None
     batch: bool = False  # the model runs in batch mode
 
@@ -321,7 +321,7 @@ def estimate_split(
     """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
 
     Makes no call and needs no key.  Input tokens follow each provider's documented
-    image-token rule (:func:`~sabre_prior.models.base.estimate_image_tokens`) plus
+    image-token rule (:func:`~sabre_prior.inference.models.base.estimate_image_tokens`) plus
     about four characters per text token; output tokens are given as expected (a
     short answer, or the whole budget for a model that may reason) and as the
     ``max_output_tokens`` bound.  The allowance adds ``empty_budget_retries``
@@ -373,7 +373,7 @@ def estimate_split(
 
 def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
     from .batch import check_supported
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     try:
         check_supported(model, settings)

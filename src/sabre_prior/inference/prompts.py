@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 DEFAULT_TEMPLATE = "screening_v1"
 
@@ -199,7 +199,7 @@ class SentImage:
 
 
 def _mime_of(data: bytes) -> str:
-    from .data import image_mime
+    from ..data.parquet import image_mime
 
     return image_mime(data)
 

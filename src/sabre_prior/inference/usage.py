@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import contracts as C
-from .errors import ConfigError
+from .. import contracts as C
+from ..errors import ConfigError
 
 RUN_LOG_DIR = f"{C.LOGS_DIR}/usage"
 

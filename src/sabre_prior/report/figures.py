@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import contracts as C
+from .. import contracts as C
 from . import plotting
-from .formatting import Interval, format_percent
+from ..formatting import Interval, format_percent
 from .plotting import plt
 from .tables import COLUMN_TITLES, MACRO, ModelResults, configured_splits, load_results
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import contracts as C
-from .errors import DataError
-from .io_utils import read_json_file, write_text
+from .. import contracts as C
+from ..errors import DataError
+from ..io_utils import read_json_file, write_text
 
 COLUMNS = ("model", "split", "accuracy")
 

@@ -15,7 +15,7 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .io_utils import atomic_writer
+from ..io_utils import atomic_writer
 
 __all__ = ["DPI", "HATCHES", "PALETTE", "RC", "plt", "save_figure", "series_style", "style"]
 

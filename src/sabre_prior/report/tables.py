@@ -18,11 +18,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from . import contracts as C
-from .config import display_name
-from .errors import SabreError
-from .formatting import Interval, csv_text, format_percent, md_table, percent
-from .io_utils import read_json_file, write_text
+from .. import contracts as C
+from ..config import display_name
+from ..errors import SabreError
+from ..formatting import Interval, csv_text, format_percent, md_table, percent
+from ..io_utils import read_json_file, write_text
 
 #: The four split columns of the main table, in the paper's order.
 TABLE_SPLITS: tuple[str, ...] = tuple(C.MAIN_TABLE_COLUMNS[1:5])

@@ -1,6 +1,6 @@
-"""``sabre`` subcommands for reproducibility: ``manifest``, ``plot-data``, ``dvc-yaml``, ``dvc-sync``.
+"""``sabre`` subcommands for reproducibility: ``manifest``, ``dvc-yaml``, ``dvc-sync``.
 
-Registered in :data:`sabre_prior.cli.REGISTRARS` through :data:`REGISTRARS`.
+Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from . import contracts as C
-from .errors import SabreError
+from .. import contracts as C
+from ..errors import SabreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import Pipeline
@@ -36,7 +36,7 @@ def _git_head(root: Path) -> str:
 
 
 def _manifest(args: argparse.Namespace) -> int:
-    from .config import load_params
+    from ..config import load_params
     from .manifest import code_ids, find_commits, write_manifest
 
     root = Path(".")
@@ -50,7 +50,7 @@ def _manifest(args: argparse.Namespace) -> int:
     manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root)
     head = _git_head(root)
     matches = head != "unknown" and head in find_commits(root, manifest["code"], limit=1)
-    # the commit goes to the log, not into the tracked manifest (see sabre_prior.manifest)
+    # the commit goes to the log, not into the tracked manifest (see sabre_prior.repro.manifest)
     print(f"git HEAD: {head} (code identical to HEAD: {'yes' if matches else 'no'})")
     print(f"manifest: {len(manifest['data'])} splits, {len(manifest['models'])} models -> {args.output}")
     return 0
@@ -70,31 +70,10 @@ def _p_manifest(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------
-# plot-data
-# ---------------------------------------------------------------------------
-def _plot_data(args: argparse.Namespace) -> int:
-    from .config import load_params
-    from .plotdata import write_plot_data
-
-    params = load_params(args.params)
-    n = write_plot_data(params, Path(args.metrics_dir), Path(args.output))
-    print(f"{n} rows -> {args.output}")
-    return 0
-
-
-def _p_plot_data(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plot-data", help="write per-split accuracy by model for `dvc plots` (CSV)")
-    p.add_argument("--metrics-dir", default=C.METRICS_DIR)
-    p.add_argument("--output", default="results/plots/split_accuracy.csv")
-    _add_params(p)
-    p.set_defaults(func=_plot_data)
-
-
-# ---------------------------------------------------------------------------
 # dvc-yaml, dvc-sync
 # ---------------------------------------------------------------------------
 def _pipeline(args: argparse.Namespace) -> "Pipeline":
-    from .config import load_params
+    from ..config import load_params
     from .pipeline import Pipeline
 
     return Pipeline(load_params(args.params), Path("."))
@@ -118,7 +97,7 @@ def _dvc_yaml(args: argparse.Namespace) -> int:
 def _p_dvc_yaml(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "dvc-yaml",
-        help="generate dvc.yaml from the pipeline's declaration (sabre_prior.pipeline) and params.yaml's dataset",
+        help="generate dvc.yaml from the pipeline's declaration (sabre_prior.repro.pipeline) and params.yaml's dataset",
     )
     p.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from a fresh rendering")
     _add_params(p)
@@ -164,4 +143,4 @@ def _p_dvc_sync(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_dvc_sync)
 
 
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_plot_data, _p_dvc_yaml, _p_dvc_sync]
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_dvc_yaml, _p_dvc_sync]

@@ -1,6 +1,6 @@
 """Snakemake and DVC agree on what is up to date, through their public interfaces only.
 
-Both run the jobs of one declaration (:mod:`sabre_prior.pipeline`). Snakemake decides by
+Both run the jobs of one declaration (:mod:`sabre_prior.repro.pipeline`). Snakemake decides by
 modification times alone (``rerun-triggers: [mtime]`` in the workflow profile); everything
 DVC compares that is not a file is made a file Snakemake sees: each job's code files are
 inputs of its rule, and a small *stamp* per job (``.sabre/stamps/``, git-ignored) holds its
@@ -372,7 +372,7 @@ def check(root: Path) -> list[str]:
     rules = set(snakemake_rules(root)) - {"all", "predict_local"}
     declared = {s.name for s in pipeline.stages}
     for name in sorted(rules - {s.name for s in STAGES}):
-        problems.append(f"rule {name} is not in the declaration (sabre_prior.pipeline.STAGES)")
+        problems.append(f"rule {name} is not in the declaration (sabre_prior.repro.pipeline.STAGES)")
     for name in sorted(declared - rules):
         problems.append(f"stage {name} has no Snakemake rule")
     if is_dvc_project(root) and dvc_command() is not None:

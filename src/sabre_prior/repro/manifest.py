@@ -29,10 +29,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import contracts as C
-from .errors import DataError
-from .io_utils import write_json
-from .models import registry
+from .. import contracts as C
+from ..errors import DataError
+from ..io_utils import write_json
+from .. import registry
 
 SCHEMA_VERSION = 1
 #: Code whose identity the manifest records (relative to the project root).
@@ -173,7 +173,7 @@ def parquet_fingerprint(path: Path) -> dict[str, Any]:
         raise DataError(f"{path}: Parquet split not found (run the fetch step first)")
     meta = pq.ParquetFile(path).metadata
     entry = {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
-    from .fetch import parquet_revision
+    from ..data.fetch import parquet_revision
 
     revision = parquet_revision(path)
     if revision:  # the hub commit the split was read from (sabre fetch)
@@ -198,12 +198,12 @@ def requested_decoding(name: str, settings: Mapping[str, Any]) -> dict[str, Any]
     None for other backends.  A provider that cannot decode as the paper did
     (temperature 0, no thinking) shows here what it was sent instead.
     """
-    from .models.base import ApiBackend, backend_class
-    from .models.local_common import LOCAL_BACKENDS
+    from ..inference.models.base import ApiBackend, backend_class
+    from ..inference.models.local_common import LOCAL_BACKENDS
 
     backend = str(settings.get("backend"))
     if backend in LOCAL_BACKENDS:
-        from .models.local_common import decoding_for
+        from ..inference.models.local_common import decoding_for
 
         return decoding_for(name, settings)
     cls = backend_class(backend)

@@ -16,7 +16,7 @@ What each tool sees of a stage:
   ``sabre_prior``), exactly the params keys the stage reads (``params``).
 * Snakemake (mtime only, see ``profiles/default/config.yaml``): the data inputs, the code
   files, and a small *stamp* per job (``.sabre/stamps/...``) holding the command and the values of
-  those params keys; :mod:`sabre_prior.dagsync` rewrites a stamp only when its content changes.
+  those params keys; :mod:`sabre_prior.repro.dagsync` rewrites a stamp only when its content changes.
 
 Where the data comes from depends on ``dataset.source`` (:func:`source_kind`): the demo folder
 ``data/demo`` (stage ``demo_data``), the card and the split's folder of a local mirror, or for a
@@ -33,14 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import contracts as C
+from .. import contracts as C
 
 PACKAGE_DIR = "src/sabre_prior"
 STAMP_DIR = ".sabre/stamps"
 LOG_DIR = "results/logs"
-#: Code every ``sabre`` command imports.
-#: (config fills the params schema's backend lists from models/registry.py, so every stage reads it)
-BASE_CODE = ("cli", "cliargs", "config", "contracts", "errors", "io_utils", "resources", "src/sabre_prior/models/registry.py")
+#: Code every ``sabre`` command imports: the core at the package's top level (config fills the
+#: params schema's backend lists from the registry, so every stage reads it).  A stage adds its own
+#: package and the modules it imports from other stages (``code=``).
+BASE_CODE = ("__init__", "cli", "cliargs", "config", "contracts", "errors", "io_utils", "registry", "resources")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _STAR = re.compile(r"\{\*(model|split)\}")
@@ -67,7 +68,7 @@ class Stage:
     deps: tuple[str, ...]
     outs: tuple[Out, ...]
     params: tuple[str, ...] = ()
-    code: tuple[str, ...] = ()  # modules/packages of sabre_prior, or project paths (with a "/")
+    code: tuple[str, ...] = ()  # modules/packages of sabre_prior ("data", "inference.prompts"), or project paths (with a "/")
     files: tuple[str, ...] = ()  # project files read as a whole (params.yaml, Snakefile, workflow)
 
     @property
@@ -111,7 +112,7 @@ STAGES: tuple[Stage, ...] = (
         deps=(),
         outs=(Out(C.DEMO_DIR, directory=True),),
         params=("dataset.demo.scale", "dataset.demo.seed"),
-        code=("demo",),
+        code=("data.commands", "data.demo"),
     ),
     Stage(
         "fetch",
@@ -120,7 +121,7 @@ STAGES: tuple[Stage, ...] = (
         deps=(),  # the source's data: see Pipeline.fetch_inputs / _dvc_fetch
         outs=(Out("data/parquet/{split}.parquet"),),
         params=("dataset.source", "dataset.revision"),
-        code=("data", "prompts", "fetch", "validate"),
+        code=("data", "inference.prompts"),
     ),
     Stage(
         "predict",
@@ -130,7 +131,7 @@ STAGES: tuple[Stage, ...] = (
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
         params=("models.{model}", "prompt.template"),
-        code=("batch", "data", "engine", "inference", "journal", "outcomes", "prompts", "ratelimit", "scoring", "usage", "models"),
+        code=("inference", "data.parquet", "scoring.contract"),
     ),
     Stage(
         "evaluate",
@@ -141,7 +142,7 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET, "results/usage/{model}/{*split}.json"),
         outs=(Out("results/metrics/{model}.json", kind="metric"), Out("results/traces/{model}/{*split}.jsonl")),
         params=("splits",),
-        code=("data", "evaluate", "prompts", "scoring"),
+        code=("scoring", "data.parquet", "inference.prompts"),
     ),
     Stage(
         "intervals",
@@ -165,7 +166,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("formatting", "tables"),
+        code=("report", "formatting"),
     ),
     Stage(
         "figures",
@@ -178,7 +179,7 @@ STAGES: tuple[Stage, ...] = (
             for ext in ("png", "pdf")
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("figures", "formatting", "plotting", "tables"),
+        code=("report", "formatting"),
     ),
     Stage(
         "compare",
@@ -206,7 +207,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=_AGG_PARAMS,
-        code=("data", "formatting", "plotting", "analysis"),
+        code=("analysis", "formatting", "data.parquet", "report.plotting"),
     ),
     Stage(
         "paper_compare",
@@ -239,7 +240,7 @@ STAGES: tuple[Stage, ...] = (
         ),
         outs=(Out("results/report/index.html"),),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
-        code=("data", "formatting", "prompts", "analysis"),
+        code=("analysis", "formatting", "data.parquet", "inference.prompts"),
     ),
     Stage(
         "manifest",
@@ -270,7 +271,7 @@ STAGES: tuple[Stage, ...] = (
             ),
         ),
         params=_AGG_PARAMS,
-        code=("dvc_commands", "plotdata"),
+        code=("report",),
     ),
 )
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
@@ -296,7 +297,7 @@ def pinned(revision: Any) -> bool:
 
 def local_split_folders(source: str, split: str) -> list[str]:
     """The folders (relative to the source) holding ``split``'s files, from the dataset card."""
-    from .fetch import split_folder, split_patterns
+    from ..data.fetch import split_folder, split_patterns
 
     folders = sorted({split_folder(p) for p in split_patterns(source, split)})
     return folders or ["."]
@@ -311,10 +312,15 @@ def code_paths(stage: Stage, root: Path) -> list[str]:
     for name in (*BASE_CODE, *stage.code):
         if "/" in name:
             paths.append(name)
-        elif (root / PACKAGE_DIR / f"{name}.py").is_file():
-            paths.append(f"{PACKAGE_DIR}/{name}.py")
+            continue
+        rel = name.replace(".", "/")
+        parts = rel.split("/")
+        for i in range(1, len(parts)):  # importing a.b imports a/__init__.py first
+            paths.append(f"{PACKAGE_DIR}/{'/'.join(parts[:i])}/__init__.py")
+        if (root / PACKAGE_DIR / f"{rel}.py").is_file():
+            paths.append(f"{PACKAGE_DIR}/{rel}.py")
         else:
-            paths.append(f"{PACKAGE_DIR}/{name}")
+            paths.append(f"{PACKAGE_DIR}/{rel}")
     seen: dict[str, None] = {}
     for p in paths:
         seen.setdefault(p, None)
@@ -512,7 +518,7 @@ def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] 
 # dvc.yaml
 # ---------------------------------------------------------------------------
 _HEADER = """\
-# GENERATED by `sabre dvc-yaml` from the pipeline's one declaration (src/sabre_prior/pipeline.py)
+# GENERATED by `sabre dvc-yaml` from the pipeline's one declaration (src/sabre_prior/repro/pipeline.py)
 # and the dataset section of params.yaml. Do not edit: change the declaration and regenerate
 # (a test compares this file with a fresh rendering; the Snakefile regenerates it when
 # dataset.source changes kind).
@@ -600,7 +606,7 @@ def dvc_yaml_is_fresh(pipeline: Pipeline, path: Path | None = None) -> bool:
 
 def write_dvc_yaml(pipeline: Pipeline, path: Path | None = None) -> bool:
     """(Re)write dvc.yaml; True when it changed."""
-    from .io_utils import atomic_writer
+    from ..io_utils import atomic_writer
 
     path = path or pipeline.root / DVC_YAML
     text = render_dvc_yaml(pipeline)

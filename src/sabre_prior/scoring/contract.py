@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple
 
-from . import contracts as C
-from .errors import DataError
-from .prompts import options_mapping
+from .. import contracts as C
+from ..errors import DataError
+from ..inference.prompts import options_mapping
 
 YES_NO = "yes_no_exact"
 COUNT = "count_exact"

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import contracts as C
-from .data import read_rows
-from .errors import DataError, PredictionFileError
-from .io_utils import write_json, write_jsonl
-from .scoring import resolve_eval_type, score
+from .. import contracts as C
+from ..data.parquet import read_rows
+from ..errors import DataError, PredictionFileError
+from ..io_utils import write_json, write_jsonl
+from .contract import resolve_eval_type, score
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 from PIL import Image, ImageDraw
 
-from .. import contracts as C
+from ... import contracts as C
 from .draw import RGB, Pen, _jit, _mix, _vgradient
 from .items import IMAGES_DIR, Scale, _Item, _numbered
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 from PIL import Image, ImageFilter
 
-from .. import contracts as C
+from ... import contracts as C
 
 IMAGES_DIR = "images"
 

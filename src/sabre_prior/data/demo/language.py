@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 from PIL import Image, ImageDraw
 
-from .. import contracts as C
+from ... import contracts as C
 from .draw import OUTLINE, Pen, _jit, _vgradient
 from .items import IMAGES_DIR, Scale, _Item, _numbered
 

@@ -9,8 +9,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .. import contracts as C
-from ..errors import ConfigError, DataError
+from ... import contracts as C
+from ...errors import ConfigError, DataError
 from .attribute import _attribute_items
 from .context import _context_items
 from .items import IMAGES_DIR, SCALES, Scale, _encode, _Item

@@ -18,7 +18,7 @@ import base64
 import logging
 from typing import Any, ClassVar, Mapping
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from ..outcomes import classify_anthropic_message
 from .base import ApiBackend, Completion, Query
 from .openai_backend import map_openai_error
@@ -100,5 +100,5 @@ class AnthropicBackend(ApiBackend):
 
 
 def parse_message(resp: Any) -> Completion:
-    """A Messages API message -> Completion with its outcome (see :mod:`sabre_prior.outcomes`)."""
+    """A Messages API message -> Completion with its outcome (see :mod:`sabre_prior.inference.outcomes`)."""
     return classify_anthropic_message(resp)

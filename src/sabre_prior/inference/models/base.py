@@ -25,8 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ..errors import BackendError, ConfigError
-from . import registry
+from ...errors import BackendError, ConfigError
+from ... import registry
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Query:
 
     id: str
     split: str
-    text: str  # rendered prompt text (see sabre_prior.prompts)
+    text: str  # rendered prompt text (see sabre_prior.inference.prompts)
     image: bytes  # the image file's original bytes
     image_mime: str  # e.g. "image/jpeg"
     row: Mapping[str, Any] = field(default_factory=dict)  # dataset row without the image
@@ -45,7 +45,7 @@ class Query:
 class Completion:
     """One response that arrived.  Failed calls are raised (:class:`CallError`), never returned.
 
-    ``outcome`` (see :mod:`sabre_prior.outcomes`): ``"answer"``, ``"refusal"`` (the text is
+    ``outcome`` (see :mod:`sabre_prior.inference.outcomes`): ``"answer"``, ``"refusal"`` (the text is
     then empty; any partial text is in ``extra["partial_text"]``) or ``"empty"``;
     ``detail`` says why for a refusal or an empty answer.  ``output_tokens`` includes
     reasoning or thinking tokens wherever the provider reports them apart.
@@ -206,7 +206,7 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
         "paper_name",
         "concurrency",
         "batch_size",
-        "batch",  # provider batch API settings (sabre_prior.batch): same requests, same answers
+        "batch",  # provider batch API settings (sabre_prior.inference.batch): same requests, same answers
         "rate_limits",
         "prices",
         "timeout_s",
@@ -425,7 +425,7 @@ class ApiBackend(Backend):
             await self.close_client(self._clients.pop())
 
 
-#: backend name -> "module:Class", derived from the one registry (sabre_prior.models.registry).
+#: backend name -> "module:Class", derived from the one registry (sabre_prior.registry).
 REGISTRY: dict[str, str] = {spec.name: spec.target for spec in registry.BACKENDS}
 
 

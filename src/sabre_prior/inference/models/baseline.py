@@ -21,8 +21,8 @@ import logging
 import random
 from typing import Any, Mapping, Sequence
 
-from .. import contracts as C
-from ..errors import ConfigError
+from ... import contracts as C
+from ...errors import ConfigError
 from ..prompts import options_mapping
 from .base import Backend, Completion, Query
 

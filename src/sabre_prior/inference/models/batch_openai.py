@@ -1,7 +1,7 @@
 """OpenAI Batch API (Files + Batches, endpoint ``/v1/chat/completions``) through the ``openai`` SDK.
 
 Also used for the OpenAI-compatible providers that document the same endpoints
-(:data:`sabre_prior.batch.OPENAI_COMPATIBLE_BATCH`).  Facts used, from the
+(:data:`sabre_prior.inference.batch.OPENAI_COMPATIBLE_BATCH`).  Facts used, from the
 batch guide https://platform.openai.com/docs/guides/batch and the SDK
 (``openai/resources/batches.py``, ``openai/types/batch.py``):
 
@@ -133,7 +133,7 @@ def parse_result_line(raw: bytes, provider: str | None = None) -> tuple[str, Com
     """One line of an output or error file -> (custom_id, completion or error).
 
     The response body and an error body are classified exactly as the synchronous
-    path's (:func:`sabre_prior.outcomes.classify_openai_chat`, :func:`~sabre_prior.outcomes.classify_error`).
+    path's (:func:`sabre_prior.inference.outcomes.classify_openai_chat`, :func:`~sabre_prior.inference.outcomes.classify_error`).
     """
     try:
         line = json.loads(raw)

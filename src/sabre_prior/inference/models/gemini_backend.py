@@ -19,7 +19,7 @@ import asyncio
 import logging
 from typing import Any, ClassVar, Mapping
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from ..outcomes import call_error_from_exception, classify_gemini_response
 from .base import ApiBackend, CallError, Completion, Query
 
@@ -116,5 +116,5 @@ class GeminiBackend(ApiBackend):
 
 
 def parse_generate_content(resp: Any) -> Completion:
-    """A GenerateContentResponse -> Completion with its outcome (see :mod:`sabre_prior.outcomes`)."""
+    """A GenerateContentResponse -> Completion with its outcome (see :mod:`sabre_prior.inference.outcomes`)."""
     return classify_gemini_response(resp)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
-from ..errors import BackendError, ConfigError
-from . import registry
+from ...errors import BackendError, ConfigError
+from ... import registry
 from .base import OPERATIONAL_KEYS, Backend, Completion, Query
 
 T = TypeVar("T")

@@ -24,7 +24,7 @@ import json
 import logging
 from typing import Any, ClassVar, Mapping
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from ..outcomes import call_error_from_exception, classify_openai_chat
 from .base import ApiBackend, CallError, Completion, Query
 
@@ -158,5 +158,5 @@ class OpenAIBackend(ApiBackend):
 
 
 def parse_chat_completion(resp: Any, provider: str | None = None) -> Completion:
-    """A chat completion -> Completion with its outcome (see :func:`sabre_prior.outcomes.classify_openai_chat`)."""
+    """A chat completion -> Completion with its outcome (see :func:`sabre_prior.inference.outcomes.classify_openai_chat`)."""
     return classify_openai_chat(resp, provider=provider)

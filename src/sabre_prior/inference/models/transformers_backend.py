@@ -29,7 +29,7 @@ import logging
 import time
 from typing import Any, Mapping, Sequence
 
-from ..errors import BackendError
+from ...errors import BackendError
 from .base import Completion, Query
 from .local_common import (
     LocalBackend,

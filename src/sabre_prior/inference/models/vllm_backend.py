@@ -36,7 +36,7 @@ import logging
 import time
 from typing import Any, Mapping, Sequence
 
-from ..errors import BackendError
+from ...errors import BackendError
 from .base import CallError, Completion, Query
 from .local_common import (
     LocalBackend,

@@ -1,0 +1,125 @@
+"""``sabre predict | estimate | batches``: run a model, estimate the calls, list provider batches.
+
+Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).  Heavy imports
+happen inside the handlers so that ``sabre --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+from .. import contracts as C
+from ..cliargs import add_params
+
+
+# ---------------------------------------------------------------------------
+# predict
+# ---------------------------------------------------------------------------
+def _predict(args: argparse.Namespace) -> int:
+    from ..config import load_params, model_settings
+    from .models.base import prefetch_sdk
+
+    params = load_params(args.params)
+    settings = model_settings(params, args.model, args.params)
+    prefetch_sdk(settings)  # an API SDK imports in the background while the data is read
+    from .predict import predict_split
+
+    data = Path(args.data) if args.data else C.parquet_path(args.split)
+    output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
+    template = (params.get("prompt") or {}).get("template")
+    run = predict_split(
+        args.model,
+        settings,
+        args.split,
+        data,
+        output,
+        template=template,
+        progress=not args.no_progress,
+        usage_output=Path(args.usage) if args.usage else None,
+        retry_refusals=args.retry_refusals,
+    )
+    print(
+        f"{args.model}/{args.split}: {run.answered} answered ({run.cached} from the journal, "
+        f"{run.calls} calls, {run.retries} retries), {len(run.refused)} refused -> {output}"
+    )
+    return 0
+
+
+def _p_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="run one model on one split; write the official prediction file")
+    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    p.add_argument("--split", required=True, choices=C.SPLITS)
+    p.add_argument("--data", help="Parquet split (default: data/parquet/<split>.parquet)")
+    p.add_argument("--output", help="prediction file (default: results/predictions/<model>/<split>.jsonl)")
+    p.add_argument(
+        "--usage", help="usage summary to write (default: results/usage/<model>/<split>.json)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--retry-refusals",
+        action="store_true",
+        help="send again the questions the provider refused in an earlier run (refusals are final otherwise)",
+    )
+    add_params(p)
+    p.set_defaults(func=_predict)
+
+
+# ---------------------------------------------------------------------------
+# estimate (dry run)
+# ---------------------------------------------------------------------------
+def _estimate(args: argparse.Namespace) -> int:
+    from ..config import load_params, model_settings
+    from .predict import estimate_split, format_estimates
+
+    params = load_params(args.params)
+    models = args.models or list(params["models"])
+    splits = args.splits or list(params["splits"])
+    template = (params.get("prompt") or {}).get("template")
+    estimates = [
+        estimate_split(m, model_settings(params, m, args.params), s, Path(args.data_dir) / f"{s}.parquet", template=template)
+        for m in models
+        for s in splits
+    ]
+    print(format_estimates(estimates))
+    return 0
+
+
+def _p_estimate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "estimate", help="dry run: calls still to make (journal hits excluded), tokens and cost; no call is made"
+    )
+    p.add_argument("--models", nargs="+", help="models of params.yaml (default: all)")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--data-dir", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_params(p)
+    p.set_defaults(func=_estimate)
+
+
+# ---------------------------------------------------------------------------
+# batches (provider batch APIs)
+# ---------------------------------------------------------------------------
+def _batches(args: argparse.Namespace) -> int:
+    from ..config import load_params, model_settings
+    from .batch import format_batches, list_batches
+
+    params = load_params(args.params)
+    splits = args.splits or list(params["splits"])
+    rows = list_batches(args.model, model_settings(params, args.model, args.params), splits, cancel=args.cancel, query=not args.offline)
+    print(format_batches(args.model, rows))
+    return 0
+
+
+def _p_batches(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("batches", help="list a model's pending provider batches with their status; --cancel cancels them")
+    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--cancel", action="store_true", help="cancel every pending batch (its finished answers are still collected)")
+    p.add_argument("--offline", action="store_true", help="list from the ledger only, without asking the provider")
+    add_params(p)
+    p.set_defaults(func=_batches)
+
+
+#: Subcommand registrars, in help order.
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_predict, _p_estimate, _p_batches]

@@ -1,0 +1,2 @@
+"""Stage ``scoring``: the official answer contract (``contract``) and scoring prediction files
+(``evaluate``) into metrics and per-question traces."""

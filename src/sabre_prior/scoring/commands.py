@@ -1,0 +1,59 @@
+"""``sabre evaluate``: score prediction files under the official contract.
+
+Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).  Heavy imports
+happen inside the handlers so that ``sabre --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+from .. import contracts as C
+
+
+# ---------------------------------------------------------------------------
+# evaluate
+# ---------------------------------------------------------------------------
+def _evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate_predictions
+
+    splits = args.splits
+    if args.params is not None:
+        from ..config import load_params
+
+        splits = list(load_params(args.params)["splits"])
+    metrics = evaluate_predictions(
+        Path(args.predictions),
+        Path(args.data),
+        Path(args.output),
+        splits=splits or list(C.SPLITS),
+        trace_dir=Path(args.trace_dir) if args.trace_dir else None,
+        usage_dir=Path(args.usage) if args.usage else None,
+    )
+    print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
+    return 0
+
+
+def _p_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score prediction files under the official contract (like evaluate.py)")
+    p.add_argument("--predictions", required=True, help="directory holding <split>.jsonl prediction files")
+    p.add_argument("--output", required=True, help="metrics JSON file to write")
+    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    p.add_argument(
+        "--trace-dir",
+        help="where per-question traces <split>.jsonl go (default: beside --output, in <output stem>.traces/)",
+    )
+    p.add_argument(
+        "--usage",
+        help="directory of <split>.json usage summaries (from sabre predict): count refused questions in `refused`",
+    )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")
+    which.add_argument("--params", help="score the splits configured in this params file (the pipeline's way)")
+    p.set_defaults(func=_evaluate)
+
+
+#: Subcommand registrars, in help order.
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_evaluate]
