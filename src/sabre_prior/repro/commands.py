@@ -13,14 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .. import contracts as C
+from ..cliargs import add_params
 from ..errors import SabreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import Pipeline
-
-
-def _add_params(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--params", default="params.yaml", help="the configuration file (default: params.yaml)")
 
 
 # ---------------------------------------------------------------------------
@@ -65,7 +62,7 @@ def _p_manifest(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="list the git commits whose code equals the code ids in --output (or of the working tree)",
     )
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_manifest)
 
 
@@ -100,7 +97,7 @@ def _p_dvc_yaml(sub: argparse._SubParsersAction) -> None:
         help="generate dvc.yaml from the pipeline's declaration (sabre_prior.repro.pipeline) and params.yaml's dataset",
     )
     p.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from a fresh rendering")
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_dvc_yaml)
 
 
@@ -139,7 +136,7 @@ def _p_dvc_sync(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("action", choices=["check", "align", "commit"])
-    _add_params(p)
+    add_params(p)
     p.set_defaults(func=_dvc_sync)
 
 
