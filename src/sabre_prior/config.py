@@ -70,9 +70,9 @@ def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> N
 
     validator = jsonschema.Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
-    from .inference.batch import check_params  # `batch: true` only where a provider batch API is documented
+    from . import registry  # `batch: true` only where a provider batch API is documented
 
-    check_params(params, source)  # before the schema's errors: a clearer message for `batch`
+    registry.check_params(params, source)  # before the schema's errors: a clearer message for `batch`
     lines: dict[str, str] = {}  # ordered by path, one line per field
     for err in errors:
         where = list(err.absolute_path)

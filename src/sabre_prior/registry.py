@@ -15,6 +15,9 @@ Derived from here, never typed again:
 * the Snakemake predict rule's API/local split (``api_jobs`` resource, local models' GPUs);
 * ``inference.batch.ADAPTERS``.
 
+The provider batch APIs' facts (:data:`OPENAI_COMPATIBLE_BATCH`) and the checks of a model's
+``batch`` settings live here too, so validating params.yaml imports no stage package.
+
 ``tests/models/test_registry.py`` fails if a copy drifts or a backend class accepts a
 setting its entry does not list.  This module imports nothing heavy: the schema is read at
 every DAG build.
@@ -23,7 +26,9 @@ every DAG build.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Mapping
+
+from .errors import ConfigError
 
 Kind = Literal["offline", "api", "local"]
 
@@ -126,3 +131,128 @@ def schema_rules() -> list[dict[str, object]]:
             }
         )
     return rules
+
+
+# ---------------------------------------------------------------------------
+# Provider batch APIs: which backends and providers have one, and the ``batch`` settings
+# (checked here, without importing the engine, when params.yaml is validated)
+# ---------------------------------------------------------------------------
+#: OpenAI-compatible providers (``provider`` of an ``openai``-backend model) whose docs
+#: describe the OpenAI Files + Batches endpoints for /v1/chat/completions, with the
+#: limits they document (requests per input file, bytes per input file).
+#: Sources (also in docs/api_models.md):
+#: openai: https://platform.openai.com/docs/guides/batch and the SDK's batches.create
+#:   docstring (50,000 requests, 200 MB per input file);
+#: moonshot: https://platform.kimi.ai/docs/api/batch-create (purpose="batch" JSONL,
+#:   file at most 100 MB);
+#: alibaba (DashScope / Model Studio): https://www.alibabacloud.com/help/en/model-studio/batch-interfaces-compatible-with-openai
+#:   ("OpenAI compatible - Batch", files + batches through the OpenAI SDK); OpenAI's
+#:   limits are applied.
+OPENAI_COMPATIBLE_BATCH: dict[str, tuple[int, int]] = {
+    "openai": (50_000, 200 * 1000 * 1000),
+    "moonshot": (50_000, 100 * 1000 * 1000),
+    "alibaba": (50_000, 200 * 1000 * 1000),
+    "dashscope": (50_000, 200 * 1000 * 1000),
+}
+
+BATCH_KEYS = frozenset({"enabled", "wait", "poll_s", "max_requests", "max_bytes", "retry", "max_attempts", "prices"})
+
+
+def price_values(settings: Mapping[str, Any], model: str = "?") -> tuple[float, float] | None:
+    """``prices`` of a model as (input, output) USD per million tokens, checked (None without)."""
+    raw = settings.get("prices")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"models.{model}.prices must be a mapping with input_per_mtok and output_per_mtok")
+    values = []
+    for key in ("input_per_mtok", "output_per_mtok"):
+        v = raw.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ConfigError(f"models.{model}.prices.{key} must be a non-negative number (USD per million tokens), got {v!r}")
+        values.append(float(v))
+    return values[0], values[1]
+
+
+def batch_values(settings: Mapping[str, Any], model: str = "?") -> dict[str, Any] | None:
+    """``models.<model>.batch`` read and checked (None when absent or false); refused where no
+    batch API is documented.  The fields of ``inference.batch.BatchSettings``, ``prices`` as a pair."""
+    raw = settings.get("batch")
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"models.{model}.batch must be true, false or a mapping, got {raw!r}")
+    unknown = sorted(set(raw) - BATCH_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"models.{model}.batch: unknown settings {', '.join(unknown)} (known: {', '.join(sorted(BATCH_KEYS))})"
+        )
+
+    def whole(key: str, default: int | None, minimum: int = 1) -> int | None:
+        v = raw.get(key, default)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise ConfigError(f"models.{model}.batch.{key} must be a whole number >= {minimum}, got {v!r}")
+        return v
+
+    def flag(key: str, default: bool) -> bool:
+        v = raw.get(key, default)
+        if not isinstance(v, bool):
+            raise ConfigError(f"models.{model}.batch.{key} must be true or false, got {v!r}")
+        return v
+
+    poll = raw.get("poll_s", 30.0)
+    if isinstance(poll, bool) or not isinstance(poll, (int, float)) or poll < 0:
+        raise ConfigError(f"models.{model}.batch.poll_s must be a number of seconds >= 0, got {poll!r}")
+    retry = raw.get("retry", "batch")
+    if retry not in ("batch", "sync"):
+        raise ConfigError(f"models.{model}.batch.retry must be batch or sync, got {retry!r}")
+    prices = price_values({"prices": raw["prices"]}, f"{model}.batch") if raw.get("prices") is not None else None
+    out = {
+        "enabled": flag("enabled", True),
+        "wait": flag("wait", True),
+        "poll_s": float(poll),
+        "max_requests": whole("max_requests", None),
+        "max_bytes": whole("max_bytes", None, 1024),
+        "retry": str(retry),
+        "max_attempts": whole("max_attempts", 3) or 3,
+        "prices": prices,
+    }
+    if out["enabled"]:
+        check_supported(model, settings)
+    return out
+
+
+def check_supported(model: str, settings: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` unless this model's provider documents a batch API we speak."""
+    backend = settings.get("backend")
+    batch_backends = sorted(s.name for s in BACKENDS if s.batch)
+    if backend not in batch_backends:
+        raise ConfigError(
+            f"models.{model}.batch: backend {backend!r} has no provider batch API "
+            f"(batch mode exists for {', '.join(batch_backends)}); remove `batch` from this model"
+        )
+    if backend == "openai":
+        provider = str(settings.get("provider") or "openai").lower()
+        if provider not in OPENAI_COMPATIBLE_BATCH:
+            raise ConfigError(
+                f"models.{model}.batch: provider {provider!r} does not document the OpenAI Files + Batches "
+                f"endpoints (batch mode is enabled for {', '.join(sorted(OPENAI_COMPATIBLE_BATCH))}; see "
+                f"docs/api_models.md, 'Batch mode'); remove `batch` from this model"
+            )
+
+
+def check_params(params: Mapping[str, Any], source: str = "params.yaml") -> None:
+    """Check every model's ``batch`` setting (called when params.yaml is validated)."""
+    models = params.get("models")
+    if not isinstance(models, Mapping):
+        return
+    for name, settings in models.items():
+        if isinstance(settings, Mapping) and settings.get("batch") not in (None, False):
+            try:
+                batch_values(settings, str(name))
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: {exc}") from None

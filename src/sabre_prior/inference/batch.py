@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from .engine import EngineResult, EngineSettings, WorkItem, redact
-from ..errors import BackendError, ConfigError, SabreError
+from ..errors import BackendError, SabreError
 from .journal import Journal, is_refusal
 from .. import registry
 from .models.base import Backend, CallError, Completion
@@ -69,31 +69,14 @@ from .usage import Prices, RunStats
 
 log = logging.getLogger(__name__)
 
-#: OpenAI-compatible providers (``provider`` of an ``openai``-backend model) whose docs
-#: describe the OpenAI Files + Batches endpoints for /v1/chat/completions, with the
-#: limits they document (requests per input file, bytes per input file).
-#: Sources (also in docs/api_models.md):
-#: openai: https://platform.openai.com/docs/guides/batch and the SDK's batches.create
-#:   docstring (50,000 requests, 200 MB per input file);
-#: moonshot: https://platform.kimi.ai/docs/api/batch-create (purpose="batch" JSONL,
-#:   file at most 100 MB);
-#: alibaba (DashScope / Model Studio): https://www.alibabacloud.com/help/en/model-studio/batch-interfaces-compatible-with-openai
-#:   ("OpenAI compatible - Batch", files + batches through the OpenAI SDK); OpenAI's
-#:   limits are applied.
-OPENAI_COMPATIBLE_BATCH: dict[str, tuple[int, int]] = {
-    "openai": (50_000, 200 * 1000 * 1000),
-    "moonshot": (50_000, 100 * 1000 * 1000),
-    "alibaba": (50_000, 200 * 1000 * 1000),
-    "dashscope": (50_000, 200 * 1000 * 1000),
-}
+#: OpenAI-compatible providers with a batch API and their limits (defined in the registry).
+OPENAI_COMPATIBLE_BATCH = registry.OPENAI_COMPATIBLE_BATCH
 
 #: Backends with a batch adapter: backend -> "module:Class".
 ADAPTERS: dict[str, str] = {s.name: s.batch for s in registry.BACKENDS if s.batch}  # from the backend registry
 
 #: The discount the three providers document for batch calls (50 %).
 DEFAULT_BATCH_DISCOUNT = 0.5
-
-BATCH_KEYS = frozenset({"enabled", "wait", "poll_s", "max_requests", "max_bytes", "retry", "max_attempts", "prices"})
 
 #: ``sabre predict`` exit code when batches are still pending (``wait: false``).
 PENDING_EXIT_CODE = 4
@@ -121,85 +104,15 @@ class BatchSettings:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], model: str = "?") -> "BatchSettings":
-        """Read and check ``models.<model>.batch``; refuse it where no batch API is documented."""
-        raw = settings.get("batch")
-        if raw is None or raw is False:
+        """Read and check ``models.<model>.batch`` (:func:`sabre_prior.registry.batch_values`)."""
+        values = registry.batch_values(settings, model)
+        if values is None:
             return cls()
-        if raw is True:
-            raw = {}
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"models.{model}.batch must be true, false or a mapping, got {raw!r}")
-        unknown = sorted(set(raw) - BATCH_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"models.{model}.batch: unknown settings {', '.join(unknown)} (known: {', '.join(sorted(BATCH_KEYS))})"
-            )
-
-        def whole(key: str, default: int | None, minimum: int = 1) -> int | None:
-            v = raw.get(key, default)
-            if v is None:
-                return None
-            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                raise ConfigError(f"models.{model}.batch.{key} must be a whole number >= {minimum}, got {v!r}")
-            return v
-
-        def flag(key: str, default: bool) -> bool:
-            v = raw.get(key, default)
-            if not isinstance(v, bool):
-                raise ConfigError(f"models.{model}.batch.{key} must be true or false, got {v!r}")
-            return v
-
-        poll = raw.get("poll_s", 30.0)
-        if isinstance(poll, bool) or not isinstance(poll, (int, float)) or poll < 0:
-            raise ConfigError(f"models.{model}.batch.poll_s must be a number of seconds >= 0, got {poll!r}")
-        retry = raw.get("retry", "batch")
-        if retry not in ("batch", "sync"):
-            raise ConfigError(f"models.{model}.batch.retry must be batch or sync, got {retry!r}")
-        prices = Prices.from_settings({"prices": raw["prices"]}, f"{model}.batch") if raw.get("prices") is not None else None
-        out = cls(
-            enabled=flag("enabled", True),
-            wait=flag("wait", True),
-            poll_s=float(poll),
-            max_requests=whole("max_requests", None),
-            max_bytes=whole("max_bytes", None, 1024),
-            retry=str(retry),
-            max_attempts=whole("max_attempts", 3) or 3,
-            prices=prices,
-        )
-        if out.enabled:
-            check_supported(model, settings)
-        return out
+        prices = values.pop("prices")
+        return cls(**values, prices=Prices(*prices) if prices else None)
 
 
-def check_supported(model: str, settings: Mapping[str, Any]) -> None:
-    """Raise :class:`ConfigError` unless this model's provider documents a batch API we speak."""
-    backend = settings.get("backend")
-    if backend not in ADAPTERS:
-        raise ConfigError(
-            f"models.{model}.batch: backend {backend!r} has no provider batch API "
-            f"(batch mode exists for {', '.join(sorted(ADAPTERS))}); remove `batch` from this model"
-        )
-    if backend == "openai":
-        provider = str(settings.get("provider") or "openai").lower()
-        if provider not in OPENAI_COMPATIBLE_BATCH:
-            raise ConfigError(
-                f"models.{model}.batch: provider {provider!r} does not document the OpenAI Files + Batches "
-                f"endpoints (batch mode is enabled for {', '.join(sorted(OPENAI_COMPATIBLE_BATCH))}; see "
-                f"docs/api_models.md, 'Batch mode'); remove `batch` from this model"
-            )
-
-
-def check_params(params: Mapping[str, Any], source: str = "params.yaml") -> None:
-    """Check every model's ``batch`` setting (called when params.yaml is validated)."""
-    models = params.get("models")
-    if not isinstance(models, Mapping):
-        return
-    for name, settings in models.items():
-        if isinstance(settings, Mapping) and settings.get("batch") not in (None, False):
-            try:
-                BatchSettings.from_settings(settings, str(name))
-            except ConfigError as exc:
-                raise ConfigError(f"{source}: {exc}") from None
+check_supported = registry.check_supported  # `sabre predict` checks a model before its first call
 
 
 def batch_prices(settings: Mapping[str, Any], model: str = "?") -> Prices | None:

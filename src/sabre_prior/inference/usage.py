@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import contracts as C
-from ..errors import ConfigError
+from .. import registry
 
 RUN_LOG_DIR = f"{C.LOGS_DIR}/usage"
 
@@ -45,18 +45,8 @@ class Prices:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], model: str = "?") -> "Prices | None":
-        raw = settings.get("prices")
-        if raw is None:
-            return None
-        if not isinstance(raw, Mapping):
-            raise ConfigError(f"models.{model}.prices must be a mapping with input_per_mtok and output_per_mtok")
-        values = []
-        for key in ("input_per_mtok", "output_per_mtok"):
-            v = raw.get(key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f"models.{model}.prices.{key} must be a non-negative number (USD per million tokens), got {v!r}")
-            values.append(float(v))
-        return cls(*values)
+        values = registry.price_values(settings, model)  # checked there (also when params.yaml is read)
+        return cls(*values) if values else None
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return round(input_tokens * self.input_per_mtok / 1e6 + output_tokens * self.output_per_mtok / 1e6, 6)

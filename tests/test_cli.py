@@ -1,0 +1,127 @@
+"""The ``sabre`` dispatcher: each subcommand lives with its stage, a run imports only its
+stage's command module, and each DVC stage's ``code=`` covers what its command imports."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sabre_prior import cli
+from sabre_prior.repro.pipeline import STAGES, code_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "sabre_prior"
+STAGE_PACKAGES = ("data", "inference", "scoring", "report", "analysis", "repro")
+
+
+def _subcommands(parser) -> set[str]:
+    return set(parser._subparsers._group_actions[0].choices)  # argparse keeps them there
+
+
+def test_every_command_is_registered_by_its_module_only():
+    assert _subcommands(cli.build_parser()) == set(cli.COMMANDS)
+    for module in dict.fromkeys(cli.COMMANDS.values()):
+        assert _subcommands(cli.build_parser([module])) == {c for c, m in cli.COMMANDS.items() if m == module}
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert all(command in out for command in cli.COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["check-config", "fetch", "predict", "evaluate", "tables", "intervals", "manifest"])
+def test_a_command_imports_its_stage_only(command):
+    code = (
+        "import json, sys\n"
+        "from sabre_prior import cli\n"
+        f"cli.build_parser(cli.command_modules([{command!r}, '--help']))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('sabre_prior'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out)
+    module = cli.COMMANDS[command]
+    own = module.split(".")[0] if module != "cli" else None
+    stages = {m.split(".")[1] for m in loaded if m.count(".") >= 1 and m.split(".")[1] in STAGE_PACKAGES}
+    assert stages == ({own} if own else set()), loaded
+
+
+# ---------------------------------------------------------------------------
+# code= of each stage covers the modules its command imports (read from the source)
+# ---------------------------------------------------------------------------
+def _file(module: str) -> Path | None:
+    base = PKG.joinpath(*module.split(".")) if module else PKG
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _imports(module: str, tree: ast.AST) -> set[str]:
+    """Modules of sabre_prior that ``tree`` (of ``module``) imports, with their parent packages."""
+    path = _file(module)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+        elif (node.module or "").startswith("sabre_prior"):
+            base = node.module.split(".")[1:]
+        else:
+            continue
+        for alias in node.names:
+            full = [*base, alias.name]
+            target = full if _file(".".join(full)) else base
+            found |= {".".join(target[:i]) for i in range(1, len(target) + 1)}
+    return {m for m in found if _file(m)}
+
+
+def _closure(start: set[str], done: set[str]) -> set[str]:
+    """``start`` and everything it imports, top level and lazily (``done``: already expanded)."""
+    seen, todo = set(done), list(start)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += _imports(module, ast.parse(_file(module).read_text(encoding="utf-8")))
+    return seen
+
+
+def _handler_imports(command: str) -> set[str]:
+    """What running ``command`` imports: the top level of cli and of the command's module, the
+    handler's lazy imports, and all that these import (the other handlers' lazy imports do not run)."""
+    module = cli.COMMANDS[command]
+    parser = cli.build_parser([module])
+    func = parser._subparsers._group_actions[0].choices[command].get_default("func")
+    tree = ast.parse(_file(module).read_text(encoding="utf-8"))
+    top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
+    handler = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func.__name__)
+    cli_tree = ast.parse(_file("cli").read_text(encoding="utf-8"))
+    cli_top = ast.Module(body=[n for n in cli_tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
+    return _closure(_imports(module, top) | _imports(module, handler) | _imports("cli", cli_top), {module, "cli"})
+
+
+@pytest.mark.parametrize("stage", [s for s in STAGES if s.name != "manifest"], ids=lambda s: s.name)
+def test_stage_code_covers_its_imports(stage):
+    command = stage.cmd.split()[1]
+    deps = code_paths(stage, ROOT)
+    missing = []
+    for module in sorted(_handler_imports(command)):
+        rel = _file(module).relative_to(ROOT).as_posix()
+        if not any(rel == d or rel.startswith(d.rstrip("/") + "/") for d in deps):
+            missing.append(rel)
+    assert not missing, f"stage {stage.name}: code= misses {missing}"
+
+
+def test_manifest_stage_depends_on_the_whole_package():
+    manifest = next(s for s in STAGES if s.name == "manifest")
+    assert "src/sabre_prior" in code_paths(manifest, ROOT)
