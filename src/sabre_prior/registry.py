@@ -44,12 +44,13 @@ _API: tuple[str, ...] = _COMMON + (
     "backoff_base_s", "backoff_max_s", "rate_limits", "prices", "empty_budget_retries", "empty_retries",
     "retry_refusals", "batch",
 )  # fmt: skip
-#: Keys of the local backends (``inference.models.local_common.KNOWN_KEYS`` less the API-only operational keys).
+#: Keys of the local backends (``inference.models.local_common.KNOWN_KEYS`` is made from them and the
+#: operational keys).  No ``temperature``: local decoding is greedy (``local_common.decoding_for``).
 _LOCAL: tuple[str, ...] = _COMMON + (
     "model_id", "revision", "dtype", "device", "batch_size", "max_new_tokens", "gpus", "gpu_model",
     "cuda_visible_devices", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
     "enforce_eager", "trust_remote_code", "allow_download", "load_format", "system_prompt", "processor_kwargs",
-    "model_kwargs", "seed", "temperature", "concurrency",
+    "model_kwargs", "seed", "concurrency", "repetition_penalty", "chat_template",
 )  # fmt: skip
 
 

@@ -77,11 +77,8 @@ def test_api_classes_accept_what_the_schema_accepts(spec: registry.BackendSpec) 
 
 
 def test_local_entries_are_what_local_backends_understand() -> None:
-    # `temperature` passes the schema for local models but LocalSettings rejects it (local decoding
-    # is greedy, models.local_common.decoding_for): kept as it was before the registry, pinned here.
-    schema_only = {"temperature"}
     for name in registry.names("local"):
-        assert set(registry.SPECS[name].settings) - schema_only <= local_common.KNOWN_KEYS | set(registry._COMMON), name
+        assert set(registry.SPECS[name].settings) <= local_common.KNOWN_KEYS | set(registry._COMMON), name
 
 
 def test_packages_are_declared_dependencies() -> None:
@@ -98,3 +95,18 @@ def test_unknown_setting_names_the_closest_key() -> None:
     params["models"] = {"g": {"backend": "gemini", "model_id": "m", "api_key_env": "K", "thinking_budgt": 0}}
     with pytest.raises(ConfigError, match=r"models\.g\.thinking_budgt: unknown key for backend 'gemini' \(did you mean 'thinking_budget'\?\)"):
         validate_params(params)
+
+
+def test_schema_and_local_settings_agree_on_local_keys() -> None:
+    # what the schema accepts for a local model, LocalSettings accepts, and the other way round
+    base_entry = {"model_id": "org/tiny"}
+    for name in registry.names("local"):
+        params = {"dataset": {"source": "demo"}, "splits": ["context"]}
+        ok = {"backend": name, **base_entry, "repetition_penalty": 1.05, "chat_template": "{{ messages }}"}
+        validate_params({**params, "models": {"m": ok}})
+        local_common.LocalSettings.from_settings("m", ok)
+        bad = {"backend": name, **base_entry, "temperature": 0.7}  # local decoding is greedy
+        with pytest.raises(ConfigError, match="temperature"):
+            validate_params({**params, "models": {"m": bad}})
+        with pytest.raises(ConfigError, match="temperature"):
+            local_common.LocalSettings.from_settings("m", bad)

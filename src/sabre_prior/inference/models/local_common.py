@@ -49,27 +49,9 @@ HARDWARE_KEYS = frozenset(
     }
 )
 
-#: Every setting a local backend understands (others are configuration errors).
-KNOWN_KEYS = HARDWARE_KEYS | OPERATIONAL_KEYS | frozenset(
-    {
-        "backend",
-        "provider",
-        "model_id",
-        "revision",
-        "dtype",
-        "max_new_tokens",
-        "max_model_len",
-        "trust_remote_code",
-        "load_format",
-        "seed",
-        "system_prompt",
-        "processor_kwargs",
-        "model_kwargs",
-        "prompt_template",
-        "repetition_penalty",
-        "chat_template",
-    }
-)
+#: Every setting a local backend understands (others are configuration errors): the keys its
+#: registry entry lists (what the params schema accepts) and the operational ones.
+KNOWN_KEYS = HARDWARE_KEYS | OPERATIONAL_KEYS | frozenset(k for n in registry.names("local") for k in registry.SPECS[n].settings)
 
 _TRUTHY = {"1", "true", "yes", "on"}
 
