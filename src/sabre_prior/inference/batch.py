@@ -59,12 +59,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from .engine import EngineResult, EngineSettings, WorkItem, redact
+from .engine import EngineResult, EngineSettings, WorkItem, final_record, redact, spend_record
 from ..errors import BackendError, SabreError
 from .journal import Journal, is_refusal
 from .. import registry
 from .models.base import Backend, CallError, Completion
-from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
+from .outcomes import EMPTY, REFUSAL, budget_spent
 from .usage import Prices, RunStats
 
 log = logging.getLogger(__name__)
@@ -512,20 +512,7 @@ class BatchEngine:
         self.stats.failures += len(group)
         tin, tout = self._rejected.pop(key, [0, 0])
         if (tin or tout) and group:  # what its rejected answers were billed: spend, never a result
-            item = group[0]
-            record = {
-                "key": key,
-                "id": item.query.id,
-                "split": item.query.split,
-                **self.journal_fields,
-                "text": "",
-                "outcome": FAILURE,
-                "detail": reason,
-                "attempts": self._tries(key),
-                "rejected_input_tokens": tin,
-                "rejected_output_tokens": tout,
-                "mode": "batch",
-            }
+            record = spend_record(group[0], self.journal_fields, reason, self._tries(key), (tin, tout), mode="batch")
             self.spent.append(self.journal.append(record))
         log.warning("%s: %s failed: %s", self.desc, ", ".join(i.query.id for i in group), reason)
 
@@ -534,29 +521,10 @@ class BatchEngine:
         item = self.groups[key][0]
         attempts = self.ledger.attempts(key)
         tin, tout = self._rejected.pop(key, [0, 0])
-        record: dict[str, Any] = {
-            "key": key,
-            "id": item.query.id,
-            "split": item.query.split,
-            **self.journal_fields,
-            "text": completion.text if completion.outcome != REFUSAL else "",
-            "outcome": completion.outcome,
-            "input_tokens": completion.input_tokens,
-            "output_tokens": completion.output_tokens,
-            "finish_reason": completion.finish_reason,
-            "attempts": attempts,
-            "retries": max(0, attempts - 1),
-            "rejected_input_tokens": tin,
-            "rejected_output_tokens": tout,
-            "latency_s": None,
-            "image": dict(item.image),
-            "mode": "batch",
-            "batch_id": batch.batch_id,
-        }
-        if completion.detail:
-            record["detail"] = redact(completion.detail, self._secrets)
-        if completion.extra:
-            record["extra"] = completion.extra
+        record = final_record(
+            item, self.journal_fields, completion, attempts=attempts, retries=max(0, attempts - 1),
+            rejected=(tin, tout), latency_s=None, secrets=self._secrets, mode="batch", batch_id=batch.batch_id,
+        )  # fmt: skip
         record = self.journal.append(record)
         self._final.add(key)
         self.retry.pop(key, None)

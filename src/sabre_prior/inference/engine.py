@@ -190,6 +190,64 @@ class _Progress:
             self.bar.close()
 
 
+def final_record(
+    item: WorkItem,
+    journal_fields: Mapping[str, Any],
+    completion: Completion,
+    *,
+    attempts: int,
+    retries: int,
+    rejected: tuple[int, int],
+    latency_s: float | None,
+    secrets: Sequence[str],
+    **more: Any,
+) -> dict[str, Any]:
+    """The journal record of a final response (an answer, an empty answer kept as such, or a
+    refusal), for the synchronous engine and the provider batches (``more``: batch fields)."""
+    record: dict[str, Any] = {
+        "key": item.key,
+        "id": item.query.id,
+        "split": item.query.split,
+        **journal_fields,
+        "text": completion.text if completion.outcome != REFUSAL else "",
+        "outcome": completion.outcome,
+        "input_tokens": completion.input_tokens,
+        "output_tokens": completion.output_tokens,
+        "finish_reason": completion.finish_reason,
+        "attempts": attempts,
+        "retries": retries,
+        "rejected_input_tokens": rejected[0],
+        "rejected_output_tokens": rejected[1],
+        "latency_s": latency_s,
+        "image": dict(item.image),
+        **more,
+    }
+    if completion.detail:
+        record["detail"] = redact(completion.detail, secrets)
+    if completion.extra:
+        record["extra"] = completion.extra
+    return record
+
+
+def spend_record(
+    item: WorkItem, journal_fields: Mapping[str, Any], reason: str, attempts: int, rejected: tuple[int, int], **more: Any
+) -> dict[str, Any]:
+    """The journal record of what a failed question's attempts were billed (never read back as a result)."""
+    return {
+        "key": item.key,
+        "id": item.query.id,
+        "split": item.query.split,
+        **journal_fields,
+        "text": "",
+        "outcome": FAILURE,
+        "detail": reason,
+        "attempts": attempts,
+        "rejected_input_tokens": rejected[0],
+        "rejected_output_tokens": rejected[1],
+        **more,
+    }
+
+
 class Engine:
     """Runs the work items of one model and split."""
 
@@ -315,27 +373,10 @@ class Engine:
     ) -> None:
         """Journal a final response (an answer, an empty answer kept as such, or a refusal)."""
         item = group[0]
-        record: dict[str, Any] = {
-            "key": item.key,
-            "id": item.query.id,
-            "split": item.query.split,
-            **self.journal_fields,
-            "text": completion.text if completion.outcome != REFUSAL else "",
-            "outcome": completion.outcome,
-            "input_tokens": completion.input_tokens,
-            "output_tokens": completion.output_tokens,
-            "finish_reason": completion.finish_reason,
-            "attempts": attempts,
-            "retries": attempts - 1,
-            "rejected_input_tokens": rejected_input,
-            "rejected_output_tokens": rejected,
-            "latency_s": round(latency, 4),
-            "image": dict(item.image),
-        }
-        if completion.detail:
-            record["detail"] = redact(completion.detail, self._secrets)
-        if completion.extra:
-            record["extra"] = completion.extra
+        record = final_record(
+            item, self.journal_fields, completion, attempts=attempts, retries=attempts - 1,
+            rejected=(rejected_input, rejected), latency_s=round(latency, 4), secrets=self._secrets,
+        )  # fmt: skip
         if self.journal is not None:
             record = self.journal.append(record)
         self._key_record[item.key] = record
@@ -352,19 +393,7 @@ class Engine:
         """Journal what a failed question's attempts were billed (never read back as a result)."""
         if not (tokens_in or tokens_out):
             return
-        item = group[0]
-        record: dict[str, Any] = {
-            "key": item.key,
-            "id": item.query.id,
-            "split": item.query.split,
-            **self.journal_fields,
-            "text": "",
-            "outcome": FAILURE,
-            "detail": reason,
-            "attempts": attempts,
-            "rejected_input_tokens": tokens_in,
-            "rejected_output_tokens": tokens_out,
-        }
+        record = spend_record(group[0], self.journal_fields, reason, attempts, (tokens_in, tokens_out))
         if self.journal is not None:
             record = self.journal.append(record)
         self._spent.append(record)
