@@ -12,13 +12,14 @@ default branch): a push to it is the revision bump.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from dvc_helpers import PLANTED, copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, smk
+from dvc_helpers import BIN, PLANTED, copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, run, smk
 from layouts import write_official_size_mirror
 from servers.hub import FakeHub
 from test_sources import AGGREGATES, UP_TO_DATE, edit_question, use_source
@@ -138,15 +139,86 @@ def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
 
 
 def test_a_pinned_commit_leaves_both_tools_clean(hub: tuple[FakeHub, Path, str], hub_run: Path, tmp_path: Path) -> None:
+    """Pinning the commit already read, DVC first: only the fetches re-run (same bytes), then both agree."""
+
     _, _, first = hub
     project = copy_tree(hub_run, tmp_path / "p")
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     params["dataset"]["revision"] = first
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    before = parquet_bytes(project)
-    smk(project, "--cores", "2", "all")  # regenerates dvc.yaml (no always_changed for a commit)
+    run([str(BIN / "sabre"), "dvc-yaml"], project)  # a commit needs no always_changed
     assert "always_changed" not in (project / "dvc.yaml").read_text()
-    assert parquet_bytes(project) == before  # the same commit, the same bytes
+    before = parquet_bytes(project)
+    assert sorted(dvc_ran(out(dvc(project, "repro")))) == sorted(FETCHES)  # dataset.revision changed
+    assert parquet_bytes(project) == before  # the same commit, the same bytes: nothing after the fetches
     assert UP_TO_DATE in dvc(project, "status").stdout
     assert dvc_ran(out(dvc(project, "repro"))) == []
     assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+
+
+# ---------------------------------------------------------------------------
+# The pieces: per-split stamps, and the commit a split keeps
+# ---------------------------------------------------------------------------
+def test_a_new_commit_rewrites_the_stamps_of_exactly_the_splits_whose_files_changed(
+    demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub.constants as hc
+
+    from sabre_prior.dagsync import job_times, write_stamps
+    from sabre_prior.pipeline import Pipeline
+
+    mirror = copy_tree(demo_dir, tmp_path / "mirror")
+    with FakeHub() as fake:
+        first = fake.commit(REPO, FakeHub.snapshot(mirror))
+        monkeypatch.setattr(hc, "ENDPOINT", fake.url)  # read when HfApi is made (constants.py: HF_ENDPOINT)
+        monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+        params = {"dataset": {"source": REPO, "revision": None}, "splits": ["context", "language"],
+                  "models": {"random": {"backend": "baseline", "strategy": "random"}}}
+        pipeline = Pipeline(params, tmp_path / "project")
+        jobs = [j for j in pipeline.jobs() if j.stage.name == "fetch"]
+        assert sorted(write_stamps(pipeline, jobs)) == [".sabre/stamps/fetch/context.json", ".sabre/stamps/fetch/language.json"]
+        for job in jobs:  # outputs made from that commit, after its stamp
+            output = pipeline.root / job.outputs[0]
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_bytes(b"x")
+            stamp_ns = (pipeline.root / job.stamp).stat().st_mtime_ns
+            os.utime(output, ns=(stamp_ns + 1000, stamp_ns + 1000))
+        assert write_stamps(pipeline, jobs) == []  # the same commit: nothing to re-fetch
+        fake.commit(REPO, {**FakeHub.snapshot(mirror), "docs/notes.md": b"a file no split reads\n"})
+        assert write_stamps(pipeline, jobs) == []  # a new commit, the splits' files unchanged
+        edit_question(mirror, "language")
+        fake.commit(REPO, FakeHub.snapshot(mirror))
+        assert write_stamps(pipeline, jobs) == [".sabre/stamps/fetch/language.json"]
+        assert [job_times(pipeline.root, j).consistent for j in jobs] == [True, False]  # Snakemake re-runs language
+        fake.repos[REPO].branches["main"] = first
+        assert write_stamps(pipeline, jobs) == [".sabre/stamps/fetch/language.json"]  # back: language again
+
+
+_FETCHES = """
+import sys
+from sabre_prior import cli
+for split in sys.argv[1:]:
+    assert cli.main(["fetch", "--split", split, "--source", "%s", "--output", f"out/{split}.parquet"]) == 0
+""" % REPO
+
+
+def test_a_split_a_new_commit_left_alone_keeps_its_bytes_and_recorded_commit(
+    hub: tuple[FakeHub, Path, str], tmp_path: Path
+) -> None:
+    import sys
+
+
+    fake, mirror, first = hub
+    bumped = copy_tree(mirror, tmp_path / "m")
+    edit_question(bumped, "language")
+    try:
+        run([sys.executable, "-c", _FETCHES, "attribute", "language"], tmp_path)
+        before = {s: (tmp_path / "out" / f"{s}.parquet").read_bytes() for s in ("attribute", "language")}
+        second = fake.commit(REPO, FakeHub.snapshot(bumped))
+        proc = run([sys.executable, "-c", _FETCHES, "attribute", "language"], tmp_path)
+    finally:
+        fake.repos[REPO].branches["main"] = first
+    assert f"(commit {second}); its files are those of commit {first}, which stays recorded" in proc.stdout
+    assert (tmp_path / "out" / "attribute.parquet").read_bytes() == before["attribute"]
+    assert pq.read_schema(tmp_path / "out" / "language.parquet").metadata[b"sabre_hub_revision"] == second.encode()
+    assert (tmp_path / "out" / "language.parquet").read_bytes() != before["language"]

@@ -20,8 +20,8 @@ What each tool sees of a stage:
 
 Where the data comes from depends on ``dataset.source`` (:func:`source_kind`): the demo folder
 ``data/demo`` (stage ``demo_data``), the card and the split's folder of a local mirror, or for a
-hub id the resolved revision (in the stamp for Snakemake; for DVC a pinned ``dataset.revision``
-or, unpinned, a fetch stage that always runs).
+hub id the split's files at the resolved revision (in the stamp for Snakemake; for DVC a pinned
+``dataset.revision`` or, unpinned, a fetch stage that always runs, its output kept while it runs).
 """
 
 from __future__ import annotations
