@@ -94,6 +94,8 @@ def test_a_hub_id_runs_end_to_end_and_the_same_revision_never_refetches(
             assert PLANTED["HF_TOKEN"].encode() not in f.read_bytes(), f  # ... and never written
     lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
     assert set(FETCHES) <= set(lock)
+    fetch = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]["fetch"]["do"]
+    assert fetch["always_changed"] and fetch["outs"] == [{"data/parquet/${item}.parquet": {"persist": True}}]
 
     n = len(fake.requests)
     assert "Nothing to be done" in out(smk(project, "--cores", "2", "all"))
@@ -118,11 +120,11 @@ def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
     second = fake.commit(REPO, FakeHub.snapshot(bumped))  # main moves on
     try:
         before = parquet_bytes(project)
-        jobs = planned_jobs(out(smk(project, "-n", "all")))
-        assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
-        assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
         n = len(fake.requests)
         log = out(smk(project, "--cores", "2", "all"))
+        jobs = planned_jobs(log)  # the run's own plan
+        assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
+        assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
         assert "--split language" in log and "--split context" not in log
         assert fake.downloads(since=n) == ["data/language/metadata.jsonl"]  # the one changed file
         after = parquet_bytes(project)
