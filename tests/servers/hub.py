@@ -9,9 +9,9 @@ The real ``datasets.load_dataset(repo_id, config, revision=...)`` and ``huggingf
 A repo is a list of commits (each a full snapshot: path -> bytes) and branches pointing at
 commits; :meth:`FakeHub.commit` adds a commit and moves the branch, like a ``git push``.
 Every request is logged (:attr:`FakeHub.requests`) so tests can tell what was downloaded.
-Files are served as regular git blobs (no LFS/Xet redirect): the client then uses the plain
-HTTP download path (file_download.py ``http_get``), which is what a text-and-JPEG repo of this
-size needs.
+Files are served as regular git blobs: the client then uses the plain HTTP download path
+(file_download.py ``http_get``). Not faked: the LFS/Xet storage the real hub uses for images and
+Parquet (a redirect with X-Linked-Etag / X-Xet-Hash headers), pagination, ``paths-info``.
 """
 
 from __future__ import annotations
@@ -217,30 +217,6 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self._route(head=False)
 
-    def do_POST(self) -> None:  # noqa: N802
-        url = urlsplit(self.path)
-        parts = url.path.split("/")
-        # hf_api.py get_paths_info: POST /api/{repo_type}s/{repo_id}/paths-info/{revision},
-        # form data {"paths": [...], "expand": bool}; the answer is a list of RepoFile/RepoFolder items
-        if len(parts) >= 7 and parts[1:3] == ["api", "datasets"] and parts[5] == "paths-info":
-            length = int(self.headers.get("Content-Length") or 0)
-            form = parse_qs(self.rfile.read(length).decode())
-            found = self._repo(f"{parts[3]}/{parts[4]}", "/".join(parts[6:]))
-            if found is None:
-                return
-            files = found[0].commits[found[1]]
-            out = []
-            for path in form.get("paths", []):
-                path = path.strip("/")
-                if path in files:
-                    out.append({"type": "file", "oid": git_blob_sha(files[path]), "size": len(files[path]), "path": path})
-                elif _entries(files, path, False) is not None:
-                    listing = _entries(files, path.rsplit("/", 1)[0] if "/" in path else "", False) or []
-                    out += [e for e in listing if e["path"] == path]
-            self._json(200, out)
-            return
-        self._error(404, "EntryNotFound", f"no route {url.path}")
-
     def _route(self, *, head: bool) -> None:
         url = urlsplit(self.path)
         query = parse_qs(url.query)
@@ -306,4 +282,6 @@ class _Handler(BaseHTTPRequestHandler):
                        "Content-Type": "application/octet-stream"}
             self._send(200, data, headers, head=head)
             return
+        # anything else is not served, e.g. GET /api/agent-harnesses, which huggingface_hub fetches at most
+        # once a day and does without when it fails (utils/_detect_agent.py)
         self._error(404, "EntryNotFound", f"no route {url.path}", head=head)
