@@ -1,4 +1,4 @@
-"""Every kind of source under real Snakemake and DVC: local mirrors in each layout, and the hub's revision.
+"""Every kind of source under real Snakemake and DVC: local mirrors in each layout (a hub id: test_hub.py).
 
 A temporary git repo of the project with one model (`random`) reads a local mirror built by
 tests/layouts.py. The full scenario runs on the `nested` layout (metadata.jsonl, nested image
@@ -8,13 +8,7 @@ folders, lettered options); every other layout runs the fetch of two splits thro
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -114,66 +108,3 @@ def test_every_layout_fetches_under_both_tools(base: Path, demo_dir: Path, tmp_p
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     folder = "${item}" if layout == "shards" else "data/${item}"
     assert stages["fetch"]["do"]["deps"][:2] == [f"{mirror}/README.md", f"{mirror}/{folder}"]
-
-
-# ---------------------------------------------------------------------------
-# A hub id: the resolved revision
-# ---------------------------------------------------------------------------
-class _RevisionHub(BaseHTTPRequestHandler):
-    """`GET /api/datasets/<repo>/revision/<rev>` as huggingface_hub's HfApi.dataset_info calls it
-    (hf_api.py: path /api/datasets/{repo_id}/revision/{quoted revision}; the JSON's `sha` is the commit)."""
-
-    sha: ClassVar[str] = "a" * 40
-
-    def do_GET(self) -> None:  # noqa: N802
-        body = json.dumps({"id": "Zesearch/SABRE-Prior", "sha": _RevisionHub.sha, "private": False}).encode()
-        self.send_response(200 if "/api/datasets/Zesearch/SABRE-Prior" in self.path else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def revision_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_RevisionHub]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _RevisionHub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    import huggingface_hub.constants as hc
-
-    monkeypatch.setattr(hc, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
-    try:
-        yield _RevisionHub
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_a_new_hub_revision_rewrites_the_fetch_stamps_and_the_same_one_never_does(
-    revision_hub: type[_RevisionHub], tmp_path: Path
-) -> None:
-    from sabre_prior.repro.dagsync import job_times, write_stamps
-    from sabre_prior.repro.pipeline import Pipeline
-
-    params = {"dataset": {"source": "Zesearch/SABRE-Prior", "revision": None}, "splits": ["context", "language"],
-              "models": {"random": {"backend": "baseline", "strategy": "random"}}}
-    pipeline = Pipeline(params, tmp_path)
-    jobs = [j for j in pipeline.jobs() if j.stage.name == "fetch"]
-    assert sorted(write_stamps(pipeline, jobs)) == [".sabre/stamps/fetch/context.json", ".sabre/stamps/fetch/language.json"]
-    assert json.loads((tmp_path / jobs[0].stamp).read_text())["revision"] == "a" * 40
-    for job in jobs:  # outputs made from that revision, after its stamp
-        output = tmp_path / job.outputs[0]
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_bytes(b"x")
-        stamp_ns = (tmp_path / job.stamp).stat().st_mtime_ns
-        os.utime(output, ns=(stamp_ns + 1000, stamp_ns + 1000))
-    assert all(job_times(tmp_path, j).consistent for j in jobs)
-    assert write_stamps(pipeline, jobs) == []  # the same commit: nothing to re-fetch
-    revision_hub.sha = "b" * 40
-    assert len(write_stamps(pipeline, jobs)) == 2  # a new commit: both splits re-fetch
-    assert not any(job_times(tmp_path, j).consistent for j in jobs)
-    shutil.rmtree(tmp_path / ".sabre")

@@ -15,7 +15,9 @@ also the official counts), then written to ``data/parquet/<split>.parquet``:
 * ``options`` is stored as a letter-keyed mapping (from a list, a mapping, JSON text or texts
   that carry their letter, :func:`sabre_prior.inference.prompts.options_mapping`);
 * written row group by row group (memory stays bounded), deterministically (same input,
-  same bytes: no timestamps) and atomically (temporary file, then rename).
+  same bytes: no timestamps) and atomically (temporary file, then rename);
+* from a hub id, the schema metadata records the commit read and a digest of the split's files
+  there (:func:`hub_files`); a later commit with the same files keeps the commit recorded first.
 
 Access to the gated repo uses the token the Hugging Face libraries find themselves
 (``HF_TOKEN`` or a stored login). It is never logged or written; failures become an
@@ -25,10 +27,11 @@ Access to the gated repo uses the token the Hugging Face libraries find themselv
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,9 +259,10 @@ def card_metadata(source: str | Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def split_patterns(source: str | Path, split: str) -> list[str]:
-    """The ``data_files`` patterns the card declares for ``split``'s test split (hub card layout)."""
-    for config in card_metadata(source).get("configs") or []:
+def split_patterns(source: str | Path, split: str, meta: dict[str, Any] | None = None) -> list[str]:
+    """The ``data_files`` patterns the card declares for ``split``'s test split (hub card layout);
+    ``meta``: the card's metadata when it is not read from ``<source>/README.md`` (a hub repo)."""
+    for config in (card_metadata(source) if meta is None else meta).get("configs") or []:
         if not isinstance(config, dict) or config.get("config_name") != split:
             continue
         files = config.get("data_files") or []
@@ -431,18 +435,41 @@ REVISION_KEY = b"sabre_hub_revision"
 
 def resolve_revision(source: str, revision: str | None) -> str:
     """The commit the hub serves for ``revision`` (``HfApi.dataset_info(...).sha``), with our error messages."""
+    return hub_files(source, revision, ())[0]
+
+
+#: Parquet schema metadata key holding a digest of the hub files a split was read from.
+FILES_KEY = b"sabre_hub_files"
+
+
+def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """The commit the hub serves for ``revision`` and, per split, a digest of the files it reads there.
+
+    One ``HfApi.dataset_info(..., files_metadata=True)`` call: the commit (``sha``), every file's
+    blob id (LFS files: their sha256) and the card's metadata (its ``configs`` name each split's
+    files). A split's digest covers the card and the files under its ``data_files`` folders, so a
+    new commit that leaves them alone leaves the digest alone (a card without configs: every file).
+    """
     from huggingface_hub import HfApi
 
     try:
-        sha = HfApi().dataset_info(source, revision=revision).sha
+        info = HfApi().dataset_info(source, revision=revision, files_metadata=True)
     except Exception as exc:
         err = explain_load_error(exc, source, "?", revision, token_present=token_present(), local=False)
         if err is None:
             raise
         raise err from exc
-    if not sha:
+    if not info.sha:
         raise AccessError(f"the hub returned no commit for '{source}' at {revision or 'its default branch'}")
-    return str(sha)
+    blobs = {s.rfilename: (s.lfs.sha256 if s.lfs else s.blob_id) or "" for s in info.siblings or []}
+    meta = info.card_data.to_dict() if info.card_data is not None else {}
+    digests = {}
+    for split in splits:
+        folders = {split_folder(p) for p in split_patterns(source, split, meta)} or {"."}
+        prefixes = tuple("" if f == "." else f.rstrip("/") + "/" for f in folders)
+        files = sorted((path, blob) for path, blob in blobs.items() if path == "README.md" or path.startswith(prefixes))
+        digests[split] = hashlib.sha256(json.dumps(files).encode()).hexdigest()
+    return str(info.sha), digests
 
 
 def parquet_revision(path: str | Path) -> str | None:
@@ -450,6 +477,16 @@ def parquet_revision(path: str | Path) -> str | None:
     meta = pq.read_schema(path).metadata or {}
     value = meta.get(REVISION_KEY)
     return value.decode() if value else None
+
+
+def _recorded_commit(path: Path, files: str) -> str | None:
+    """The commit recorded in an earlier fetch of the same files (``FILES_KEY``), else None."""
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid):
+        return None
+    commit = meta.get(REVISION_KEY)
+    return commit.decode() if commit and meta.get(FILES_KEY) == files.encode() else None
 
 
 def is_demo_copy(source: str, local: bool) -> bool:
@@ -480,16 +517,20 @@ def fetch_split(
     if split not in C.SPLITS:
         raise DataError(f"unknown split {split!r} (expected one of {', '.join(C.SPLITS)})")
     local = is_local_source(source)
-    resolved = None
+    resolved = recorded = files = None
     if local:
         check_split_folder(source, split)
     else:  # read exactly one commit, and record which
-        resolved = resolve_revision(source, revision)
+        resolved, digests = hub_files(source, revision, [split])
+        files = digests[split]
+        # the split's files as already fetched (a new commit that left them alone): keep the commit
+        # recorded then, so that the same data give the same bytes and nothing after it re-runs
+        recorded = _recorded_commit(Path(output), files) or resolved
     with open_split(source, split, resolved or revision, local=local) as ds:
         table = canonical_table(_arrow_table(ds), ds.features, split)
-        if resolved:
+        if recorded and files:
             meta_in = dict(table.schema.metadata or {})
-            table = table.replace_schema_metadata({**meta_in, REVISION_KEY: resolved.encode()})
+            table = table.replace_schema_metadata({**meta_in, REVISION_KEY: recorded.encode(), FILES_KEY: files.encode()})
         columns = table.column_names
         meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
         rows: list[dict[str, Any]] = meta.to_pylist()
@@ -502,4 +543,6 @@ def fetch_split(
     at = f"@{revision}" if revision else ""
     if resolved and resolved != revision:
         at += f" (commit {resolved})"
+    if recorded and recorded != resolved:
+        at += f"; its files are those of commit {recorded}, which stays recorded"
     return f"{split}: {len(rows)} questions, {n_images} images from {source}{at} -> {output} ({size / 1e6:.1f} MB)"

@@ -4,7 +4,8 @@ Both run the jobs of one declaration (:mod:`sabre_prior.repro.pipeline`). Snakem
 modification times alone (``rerun-triggers: [mtime]`` in the workflow profile); everything
 DVC compares that is not a file is made a file Snakemake sees: each job's code files are
 inputs of its rule, and a small *stamp* per job (``.sabre/stamps/``, git-ignored) holds its
-command, the values of the params keys it reads and, for a hub source, the resolved revision.
+command, the values of the params keys it reads and, for a hub source, a digest of the files the
+split reads at the resolved revision (a new commit re-fetches exactly the splits whose files changed).
 
 :func:`before_planning` (the Snakefile, at DAG-build time, main process only):
 
@@ -143,12 +144,13 @@ def job_times(root: Path, job: Job, cache: dict[str, int | None] | None = None) 
 # ---------------------------------------------------------------------------
 # stamps
 # ---------------------------------------------------------------------------
-def resolve_hub_revision(repo: str, revision: str | None) -> str | None:
-    """The commit the hub serves for ``revision`` (None when the hub cannot be asked)."""
+def resolve_hub_files(repo: str, revision: str | None, splits: Sequence[str]) -> dict[str, str] | None:
+    """Per split, a digest of the files it reads at the commit the hub serves for ``revision``
+    (:func:`sabre_prior.data.fetch.hub_files`); None when the hub cannot be asked."""
     try:
-        from huggingface_hub import HfApi
+        from ..data.fetch import hub_files
 
-        return HfApi().dataset_info(repo, revision=revision).sha
+        return hub_files(repo, revision, splits)[1]
     except Exception as exc:  # noqa: BLE001 - offline or no access: the fetch itself will say why
         say(f"could not resolve {repo}@{revision or 'default branch'} ({type(exc).__name__}); keeping the last stamp")
         return None
@@ -157,9 +159,10 @@ def resolve_hub_revision(repo: str, revision: str | None) -> str | None:
 def write_stamps(pipeline: Pipeline, jobs: Sequence[Job]) -> list[str]:
     """Rewrite the stamps whose content changed; returns their paths."""
     root = pipeline.root
-    resolved: str | None = None
+    resolved: dict[str, str] | None = None
     if pipeline.kind == "hub" and any(j.stage.name == "fetch" for j in jobs):
-        resolved = resolve_hub_revision(pipeline.source, pipeline.params["dataset"].get("revision"))
+        splits = [dict(j.item)["split"] for j in jobs if j.stage.name == "fetch"]
+        resolved = resolve_hub_files(pipeline.source, pipeline.params["dataset"].get("revision"), splits)
     changed = []
     for job in jobs:
         content = job.stamp_content
@@ -168,7 +171,7 @@ def write_stamps(pipeline: Pipeline, jobs: Sequence[Job]) -> list[str]:
             if resolved is None and path.is_file():
                 continue  # offline: the last known revision stands
             data = json.loads(content)
-            data["revision"] = resolved
+            data["hub_files"] = resolved[dict(job.item)["split"]] if resolved else None
             content = json.dumps(data, sort_keys=True, indent=1) + "\n"
         try:
             if path.read_text(encoding="utf-8") == content:

@@ -20,8 +20,8 @@ What each tool sees of a stage:
 
 Where the data comes from depends on ``dataset.source`` (:func:`source_kind`): the demo folder
 ``data/demo`` (stage ``demo_data``), the card and the split's folder of a local mirror, or for a
-hub id the resolved revision (in the stamp for Snakemake; for DVC a pinned ``dataset.revision``
-or, unpinned, a fetch stage that always runs).
+hub id the split's files at the resolved revision (in the stamp for Snakemake; for DVC a pinned
+``dataset.revision`` or, unpinned, a fetch stage that always runs, its output kept while it runs).
 """
 
 from __future__ import annotations
@@ -486,7 +486,7 @@ class Pipeline:
         params = {fill(k): get_param(self.params, fill(k)) for k in stage.params}
         content: dict[str, Any] = {"command": command, "params": params}
         if stage.name == "fetch" and self.kind == "hub":
-            content["revision"] = None  # filled in by dagsync (the resolved commit)
+            content["hub_files"] = None  # filled in by dagsync (the split's files at the resolved commit)
         return Job(
             stage=stage,
             item=tuple((k, item[k]) for k in stage.over),
@@ -576,6 +576,8 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
         path = _dvc_text(dvc_path(o.path), stage.over)
         key = {"out": "outs", "metric": "metrics", "plot": "plots"}[o.kind]
         entry: Any = {path: dict(o.plot)} if o.plot else path
+        if stage.name == "fetch" and pipeline.kind == "hub":  # kept while the stage runs: a split whose
+            entry = {path: {"persist": True}}  # files a new commit left alone keeps its recorded commit
         if entry not in outs.setdefault(key, []):
             outs[key].append(entry)
     body.update(outs)

@@ -1,0 +1,227 @@
+"""A hub id end to end: real Snakemake and DVC reading a fake Hugging Face Hub on 127.0.0.1.
+
+The fake hub (tests/servers/hub.py) serves ``Zesearch/SABRE-Prior`` as the real hub does, gated,
+to the token planted in every pipeline run; its files are a copy of the real dataset as far as
+the official count check can tell (200/400, 200/400, 100/100, 100/100 with tiny images, the
+card's configs pointing at ``data/<split>/**``). So the fetch is the real path: ``HfApi`` resolves
+the branch, ``datasets.load_dataset(repo, split, revision=<commit>)`` downloads through
+``huggingface_hub``, the rows pass the official counts. ``dataset.revision`` stays unset (the
+default branch): a push to it is the revision bump.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from dvc_helpers import BIN, PLANTED, copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, run, smk
+from layouts import write_official_size_mirror
+from servers.hub import FakeHub
+from test_sources import AGGREGATES, UP_TO_DATE, edit_question, use_source
+
+from sabre_prior import contracts as C
+
+pytestmark = pytest.mark.slow
+
+REPO = C.HUB_REPO_ID
+FETCHES = [f"fetch@{split}" for split in C.SPLITS]
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeHub, Path, str]]:
+    """The fake hub with one commit on ``main``, and the environment that points the pipeline at it."""
+    root = tmp_path_factory.mktemp("hub")
+    mirror = write_official_size_mirror(root / "mirror")
+    fake = FakeHub(granted=frozenset({PLANTED["HF_TOKEN"]})).start()
+    first = fake.commit(REPO, FakeHub.snapshot(mirror), gated=True)
+    with pytest.MonkeyPatch.context() as mp:  # what every subprocess of these tests sees
+        mp.setenv("HF_ENDPOINT", fake.url)
+        mp.setenv("HF_HOME", str(root / "hf-home"))
+        mp.setenv("HF_DATASETS_CACHE", str(root / "hf-home" / "datasets"))
+        mp.setenv("NO_PROXY", "127.0.0.1")
+        mp.delenv("HF_HUB_OFFLINE", raising=False)
+        mp.delenv("HF_DATASETS_OFFLINE", raising=False)
+        try:
+            yield fake, mirror, first
+        finally:
+            fake.stop()
+
+
+@pytest.fixture(scope="module")
+def hub_run(hub: tuple[FakeHub, Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = make_repo(tmp_path_factory.mktemp("hub-run") / "project")
+    use_source(project, REPO)  # type: ignore[arg-type]
+    proc = smk(project, "--cores", "2", "all")
+    assert "recorded" in out(proc), out(proc)[-3000:]
+    return project
+
+
+def manifest_revisions(project: Path) -> dict[str, str]:
+    data = json.loads((project / "results" / "manifest.json").read_text(encoding="utf-8"))["data"]
+    return {split: entry.get("hub_revision") for split, entry in data.items()}
+
+
+def parquet_bytes(project: Path) -> dict[str, bytes]:
+    return {s: (project / "data" / "parquet" / f"{s}.parquet").read_bytes() for s in C.SPLITS}
+
+
+def only_always_changed_fetches(project: Path) -> None:
+    """`dvc status` with an unpinned revision: the fetch stages, and only they, are `always_changed`."""
+    status = json.loads(dvc(project, "status", "--json").stdout or "{}")
+    assert status == {name: ["always changed"] for name in FETCHES}, status
+
+
+def test_a_hub_id_runs_end_to_end_and_the_same_revision_never_refetches(
+    hub: tuple[FakeHub, Path, str], hub_run: Path
+) -> None:
+    fake, _, first = hub
+    project = hub_run
+    assert manifest_revisions(project) == dict.fromkeys(C.SPLITS, first)  # the resolved commit
+    for split in C.SPLITS:
+        assert pq.read_schema(project / "data" / "parquet" / f"{split}.parquet").metadata[b"sabre_hub_revision"] == first.encode()
+        assert pq.read_metadata(project / "data" / "parquet" / f"{split}.parquet").num_rows == C.OFFICIAL_COUNTS[split][1]
+    files = [p for p in fake.repos[REPO].commits[first] if p.startswith("data/")]
+    assert sorted(set(fake.downloads("data/"))) == sorted(files)  # every data file, through the gate
+    tokens = {r.token for r in fake.requests if "/resolve/" in r.path}
+    assert tokens == {PLANTED["HF_TOKEN"]}  # sent by the libraries themselves ...
+    for path in (project / ".dvc", project / ".sabre", project / "results", project / "dvc.lock"):
+        for f in [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]:
+            assert PLANTED["HF_TOKEN"].encode() not in f.read_bytes(), f  # ... and never written
+    lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
+    assert set(FETCHES) <= set(lock)
+    fetch = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]["fetch"]["do"]
+    assert fetch["always_changed"] and fetch["outs"] == [{"data/parquet/${item}.parquet": {"persist": True}}]
+
+    n = len(fake.requests)
+    assert "Nothing to be done" in out(smk(project, "--cores", "2", "all"))
+    assert fake.downloads(since=n) == [] and fake.requests[n:], "planning asks the hub, and downloads nothing"
+    only_always_changed_fetches(project)
+    before = parquet_bytes(project)
+    n = len(fake.requests)
+    ran = dvc_ran(out(dvc(project, "repro")))
+    assert sorted(ran) == sorted(FETCHES), ran  # DVC cannot ask the hub: its fetches always run ...
+    assert parquet_bytes(project) == before  # ... and write the same bytes, so nothing after them runs
+    assert fake.downloads(since=n) == []
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+
+
+def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
+    hub: tuple[FakeHub, Path, str], hub_run: Path, tmp_path: Path
+) -> None:
+    fake, mirror, first = hub
+    project = copy_tree(hub_run, tmp_path / "p")
+    bumped = copy_tree(mirror, tmp_path / "m")
+    edit_question(bumped, "language")
+    second = fake.commit(REPO, FakeHub.snapshot(bumped))  # main moves on
+    try:
+        before = parquet_bytes(project)
+        n = len(fake.requests)
+        log = out(smk(project, "--cores", "2", "all"))
+        jobs = planned_jobs(log)  # the run's own plan
+        assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
+        assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
+        assert "--split language" in log and "--split context" not in log
+        assert fake.downloads(since=n) == ["data/language/metadata.jsonl"]  # the one changed file
+        after = parquet_bytes(project)
+        assert [s for s in C.SPLITS if after[s] != before[s]] == ["language"]
+        assert manifest_revisions(project) == {**dict.fromkeys(C.SPLITS, first), "language": second}
+        assert "Nothing to be done" in out(smk(project, "--cores", "2", "all"))  # the same revision again
+        only_always_changed_fetches(project)
+        ran = dvc_ran(out(dvc(project, "repro")))
+        assert sorted(ran) == sorted(FETCHES), ran
+        assert parquet_bytes(project) == after  # context etc. keep the commit they were read at
+        assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+    finally:
+        fake.repos[REPO].branches["main"] = first  # the other tests see the first commit
+
+
+def test_a_pinned_commit_leaves_both_tools_clean(hub: tuple[FakeHub, Path, str], hub_run: Path, tmp_path: Path) -> None:
+    """Pinning the commit already read, DVC first: only the fetches re-run (same bytes), then both agree."""
+
+    _, _, first = hub
+    project = copy_tree(hub_run, tmp_path / "p")
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    params["dataset"]["revision"] = first
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    run([str(BIN / "sabre"), "dvc-yaml"], project)  # a commit needs no always_changed
+    assert "always_changed" not in (project / "dvc.yaml").read_text()
+    before = parquet_bytes(project)
+    ran = dvc_ran(out(dvc(project, "repro")))  # the stages that read dataset.revision
+    assert sorted(ran) == sorted([*FETCHES, "manifest"]), ran
+    assert parquet_bytes(project) == before  # the same commit, the same bytes: nothing after the fetches
+    assert UP_TO_DATE in dvc(project, "status").stdout
+    assert dvc_ran(out(dvc(project, "repro"))) == []
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+
+
+# ---------------------------------------------------------------------------
+# The pieces: per-split stamps, and the commit a split keeps
+# ---------------------------------------------------------------------------
+def test_a_new_commit_rewrites_the_stamps_of_exactly_the_splits_whose_files_changed(
+    demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub.constants as hc
+
+    from sabre_prior.repro.dagsync import job_times, write_stamps
+    from sabre_prior.repro.pipeline import Pipeline
+
+    mirror = copy_tree(demo_dir, tmp_path / "mirror")
+    with FakeHub() as fake:
+        first = fake.commit(REPO, FakeHub.snapshot(mirror))
+        monkeypatch.setattr(hc, "ENDPOINT", fake.url)  # read when HfApi is made (constants.py: HF_ENDPOINT)
+        monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+        params = {"dataset": {"source": REPO, "revision": None}, "splits": ["context", "language"],
+                  "models": {"random": {"backend": "baseline", "strategy": "random"}}}
+        pipeline = Pipeline(params, tmp_path / "project")
+        jobs = [j for j in pipeline.jobs() if j.stage.name == "fetch"]
+        assert sorted(write_stamps(pipeline, jobs)) == [".sabre/stamps/fetch/context.json", ".sabre/stamps/fetch/language.json"]
+        for job in jobs:  # outputs made from that commit, after its stamp
+            output = pipeline.root / job.outputs[0]
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_bytes(b"x")
+            stamp_ns = (pipeline.root / job.stamp).stat().st_mtime_ns
+            os.utime(output, ns=(stamp_ns + 1000, stamp_ns + 1000))
+        assert write_stamps(pipeline, jobs) == []  # the same commit: nothing to re-fetch
+        fake.commit(REPO, {**FakeHub.snapshot(mirror), "docs/notes.md": b"a file no split reads\n"})
+        assert write_stamps(pipeline, jobs) == []  # a new commit, the splits' files unchanged
+        edit_question(mirror, "language")
+        fake.commit(REPO, FakeHub.snapshot(mirror))
+        assert write_stamps(pipeline, jobs) == [".sabre/stamps/fetch/language.json"]
+        assert [job_times(pipeline.root, j).consistent for j in jobs] == [True, False]  # Snakemake re-runs language
+        fake.repos[REPO].branches["main"] = first
+        assert write_stamps(pipeline, jobs) == [".sabre/stamps/fetch/language.json"]  # back: language again
+
+
+_FETCHES = """
+import sys
+from sabre_prior import cli
+for split in sys.argv[1:]:
+    assert cli.main(["fetch", "--split", split, "--source", "%s", "--output", f"out/{split}.parquet"]) == 0
+""" % REPO
+
+
+def test_a_split_a_new_commit_left_alone_keeps_its_bytes_and_recorded_commit(
+    hub: tuple[FakeHub, Path, str], tmp_path: Path
+) -> None:
+    import sys
+
+
+    fake, mirror, first = hub
+    bumped = copy_tree(mirror, tmp_path / "m")
+    edit_question(bumped, "language")
+    try:
+        run([sys.executable, "-c", _FETCHES, "attribute", "language"], tmp_path)
+        before = {s: (tmp_path / "out" / f"{s}.parquet").read_bytes() for s in ("attribute", "language")}
+        second = fake.commit(REPO, FakeHub.snapshot(bumped))
+        proc = run([sys.executable, "-c", _FETCHES, "attribute", "language"], tmp_path)
+    finally:
+        fake.repos[REPO].branches["main"] = first
+    assert f"(commit {second}); its files are those of commit {first}, which stays recorded" in proc.stdout
+    assert (tmp_path / "out" / "attribute.parquet").read_bytes() == before["attribute"]
+    assert pq.read_schema(tmp_path / "out" / "language.parquet").metadata[b"sabre_hub_revision"] == second.encode()
+    assert (tmp_path / "out" / "language.parquet").read_bytes() != before["language"]
