@@ -8,7 +8,12 @@ For each N (default 4, 40, 100) a temporary git repo of the project gets N offli
 * a no-op ``dvc repro`` (must run no stage);
 * ``dvc status`` for reference.
 
-    python benchmarks/bench_dag.py [--models 4 40 100] [--workdir DIR] [--keep]
+    python benchmarks/bench_dag.py [--models 4 40 100] [--workdir DIR] [--keep] [--reuse] [--repeat K]
+
+``--reuse`` times only the no-ops in a workdir kept (``--keep``) by an earlier run (its fresh run
+is then reported as not run). Each no-op is run ``--repeat`` times (default 3) and the median is
+printed. Every row also gives the 1-minute load average before its fresh run and before its no-ops
+(``os.getloadavg``): on a shared 2-core machine a figure means little without it.
 
 Targets (issue 9): both no-ops under 5 s at N = 40 and under 10 s at N = 100 on a 2-core machine.
 """
@@ -19,11 +24,13 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -64,19 +71,52 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
     return seconds, proc.stdout + proc.stderr
 
 
-def bench(n: int, workdir: Path) -> dict[str, float | int]:
-    project = project_copy(workdir / f"n{n}")
-    with_models(project, n)
-    fresh, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-    match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
-    jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
-    noop_smk, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-    assert "Nothing to be done" in log, log[-2000:]
-    noop_dvc, log = timed([str(BIN / "dvc"), "repro"], project)
-    assert "Running stage" not in log, log[-2000:]
-    status, log = timed([str(BIN / "dvc"), "status"], project)
-    assert "up to date" in log, log[-2000:]
-    return {"N": n, "jobs": jobs, "fresh": fresh, "noop_smk": noop_smk, "noop_dvc": noop_dvc, "status": status}
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def median_of(cmd: list[str], cwd: Path, repeat: int, check: Callable[[str], bool], what: str) -> float:
+    times = []
+    for _ in range(repeat):
+        seconds, log = timed(cmd, cwd)
+        if not check(log):
+            raise SystemExit(f"{what} was not a no-op in {cwd}:\n{log[-3000:]}")
+        times.append(seconds)
+    return statistics.median(times)
+
+
+def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[str, float | int | None]:
+    project = workdir / f"n{n}"
+    fresh: float | None = None
+    load_fresh: float | None = None
+    if reuse and (project / "dvc.lock").is_file():
+        jobs = len(subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=project,
+                                  capture_output=True, text=True, check=True).stdout.split())
+    else:
+        if project.exists():
+            shutil.rmtree(project)
+        project_copy(project)
+        with_models(project, n)
+        load_fresh = load()
+        fresh, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
+        match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
+        jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
+    load_noop = load()
+    smk = [str(BIN / "snakemake"), "--cores", "2", "all"]
+    noop_smk = median_of(smk, project, repeat, lambda log: "Nothing to be done" in log, "snakemake all")
+    noop_dvc = median_of([str(BIN / "dvc"), "repro"], project, repeat, lambda log: "Running stage" not in log, "dvc repro")
+    status = median_of([str(BIN / "dvc"), "status"], project, repeat, lambda log: "up to date" in log, "dvc status")
+    return {"N": n, "jobs": jobs, "fresh": fresh, "load_fresh": load_fresh, "noop_smk": noop_smk,
+            "noop_dvc": noop_dvc, "status": status, "load_noop": load_noop}
+
+
+def row(r: Mapping[str, Any]) -> str:
+    fresh = f"{r['fresh']:>9.1f}s" if r["fresh"] is not None else f"{'not run':>10}"
+    lf = f"{r['load_fresh']:>10.1f}" if r["load_fresh"] is not None else f"{'-':>10}"
+    return (
+        f"{r['N']:>4} {r['jobs']:>5} {fresh} {lf} {r['noop_smk']:>15.1f}s {r['noop_dvc']:>15.1f}s"
+        f" {r['status']:>10.1f}s {r['load_noop']:>10.1f}"
+    )
 
 
 def main() -> int:
@@ -84,18 +124,19 @@ def main() -> int:
     ap.add_argument("--models", type=int, nargs="+", default=[4, 40, 100])
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="time only the no-ops in a kept workdir")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each no-op (the median is printed)")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sabre-bench-dag-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"{'N':>4} {'jobs':>5} {'fresh run':>10} {'no-op snakemake':>16} {'no-op dvc repro':>16} {'dvc status':>11}")
+    print(
+        f"{'N':>4} {'jobs':>5} {'fresh run':>10} {'load':>10} {'no-op snakemake':>16} {'no-op dvc repro':>16}"
+        f" {'dvc status':>11} {'load':>10}",
+        flush=True,
+    )
     try:
         for n in args.models:
-            r = bench(n, workdir)
-            print(
-                f"{r['N']:>4} {r['jobs']:>5} {r['fresh']:>9.1f}s {r['noop_smk']:>15.1f}s {r['noop_dvc']:>15.1f}s"
-                f" {r['status']:>10.1f}s",
-                flush=True,
-            )
+            print(row(bench(n, workdir, args.reuse, args.repeat)), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
