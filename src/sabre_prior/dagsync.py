@@ -256,17 +256,20 @@ def align(pipeline: Pipeline, jobs: Sequence[Job] | None = None, *, use_dvc: boo
     return report
 
 
-def commit_targets(jobs: Sequence[Job], names: Iterable[str]) -> list[str]:
-    """The fewest ``dvc commit`` targets naming exactly the jobs ``names``: none at all when they are
-    every job of the pipeline, a stage's name for all the instances of its foreach/matrix (DVC accepts
-    a group's name as a target), else the instance names. DVC reads and rewrites dvc.lock once per
-    target, so 254 instance targets cost minutes where one call without targets costs seconds."""
+def commit_targets(jobs: Sequence[Job], names: Iterable[str]) -> list[str] | None:
+    """The fewest ``dvc commit`` targets naming exactly the jobs ``names``: None (no targets: every
+    stage) when they are every job of the pipeline, a stage's name for all the instances of its
+    foreach/matrix (DVC takes a group's name as a target), else the instance names.
+
+    ``dvc commit`` parses and rewrites dvc.lock once per target (dvc/commands/commit.py loops over
+    them), so the cost is targets x lock size: with 4 models, 37 instance targets took about 115 s
+    and one call without targets 7 s (benchmarks/bench_dag.py)."""
     wanted = set(names)
     by_stage: dict[str, list[str]] = {}
     for job in jobs:
         by_stage.setdefault(job.stage.name, []).append(job.name)
-    if wanted >= {j.name for j in jobs}:
-        return []
+    if wanted and wanted >= {j.name for j in jobs}:
+        return None
     targets: list[str] = []
     for stage, members in by_stage.items():
         chosen = [m for m in members if m in wanted]
@@ -283,7 +286,7 @@ def commit(root: Path, names: Sequence[str], jobs: Sequence[Job] | None = None) 
     if not names:
         return None
     targets = commit_targets(jobs, names) if jobs is not None else list(names)
-    return run_dvc(root, "commit", "--force", "--no-relink", "--quiet", *targets)
+    return run_dvc(root, "commit", "--force", "--no-relink", "--quiet", *(targets or []))
 
 
 def finished_jobs(pipeline: Pipeline, since_ns: int, jobs: Iterable[Job] | None = None) -> list[Job]:
