@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -61,11 +62,18 @@ def with_models(project: Path, n: int) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
 
 
+#: CPU seconds (user + sys) of the last command run by timed(), its subprocesses included
+LAST_CPU = [0.0]
+
+
 def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return seconds, proc.stdout + proc.stderr
@@ -75,19 +83,22 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def median_of(cmd: list[str], cwd: Path, repeat: int, check: Callable[[str], bool], what: str) -> float:
-    times = []
+def median_of(cmd: list[str], cwd: Path, repeat: int, check: Callable[[str], bool], what: str) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``repeat`` runs, each checked to be a no-op."""
+    times, cpus = [], []
     for _ in range(repeat):
         seconds, log = timed(cmd, cwd)
         if not check(log):
             raise SystemExit(f"{what} was not a no-op in {cwd}:\n{log[-3000:]}")
         times.append(seconds)
-    return statistics.median(times)
+        cpus.append(LAST_CPU[0])
+    return statistics.median(times), statistics.median(cpus)
 
 
 def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[str, float | int | None]:
     project = workdir / f"n{n}"
     fresh: float | None = None
+    fresh_cpu: float | None = None
     load_fresh: float | None = None
     if reuse and (project / "dvc.lock").is_file():
         jobs = len(subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=project,
@@ -99,6 +110,7 @@ def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[s
         with_models(project, n)
         load_fresh = load()
         fresh, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
+        fresh_cpu = LAST_CPU[0]
         match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
         jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
     load_noop = load()
@@ -106,16 +118,22 @@ def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[s
     noop_smk = median_of(smk, project, repeat, lambda log: "Nothing to be done" in log, "snakemake all")
     noop_dvc = median_of([str(BIN / "dvc"), "repro"], project, repeat, lambda log: "Running stage" not in log, "dvc repro")
     status = median_of([str(BIN / "dvc"), "status"], project, repeat, lambda log: "up to date" in log, "dvc status")
-    return {"N": n, "jobs": jobs, "fresh": fresh, "load_fresh": load_fresh, "noop_smk": noop_smk,
+    return {"N": n, "jobs": jobs, "fresh": fresh, "fresh_cpu": fresh_cpu, "load_fresh": load_fresh, "noop_smk": noop_smk,
             "noop_dvc": noop_dvc, "status": status, "load_noop": load_noop}
 
 
 def row(r: Mapping[str, Any]) -> str:
-    fresh = f"{r['fresh']:>9.1f}s" if r["fresh"] is not None else f"{'not run':>10}"
-    lf = f"{r['load_fresh']:>10.1f}" if r["load_fresh"] is not None else f"{'-':>10}"
+    """Wall seconds, with the CPU seconds (user + sys) in brackets: CPU time hardly moves with load."""
+    fresh = f"{r['fresh']:>7.1f}s ({r['fresh_cpu']:>5.1f})" if r["fresh"] is not None else f"{'not run':>16}"
+    lf = f"{r['load_fresh']:>6.1f}" if r["load_fresh"] is not None else f"{'-':>6}"
+
+    def cell(key: str) -> str:
+        wall, cpu = r[key]
+        return f"{wall:>7.1f}s ({cpu:>5.1f})"
+
     return (
-        f"{r['N']:>4} {r['jobs']:>5} {fresh} {lf} {r['noop_smk']:>15.1f}s {r['noop_dvc']:>15.1f}s"
-        f" {r['status']:>10.1f}s {r['load_noop']:>10.1f}"
+        f"{r['N']:>4} {r['jobs']:>5} {fresh} {lf} {cell('noop_smk'):>16} {cell('noop_dvc'):>16}"
+        f" {cell('status'):>16} {r['load_noop']:>6.1f}"
     )
 
 
@@ -130,8 +148,8 @@ def main() -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sabre-bench-dag-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(
-        f"{'N':>4} {'jobs':>5} {'fresh run':>10} {'load':>10} {'no-op snakemake':>16} {'no-op dvc repro':>16}"
-        f" {'dvc status':>11} {'load':>10}",
+        f"{'N':>4} {'jobs':>5} {'fresh run':>16} {'load':>6} {'no-op snakemake':>16} {'no-op dvc repro':>16}"
+        f" {'dvc status':>16} {'load':>6}   (wall s, CPU s in brackets)",
         flush=True,
     )
     try:
