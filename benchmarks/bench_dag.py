@@ -21,11 +21,13 @@ Figures (1 December 2026, 2-core machine shared with three other sessions; wall 
 seconds in brackets where measured, 1-minute load average beside each; one run per figure):
 
     N  jobs  fresh run        load  no-op snakemake  no-op dvc repro  dvc status     load
-    4    37  155.0s            0.3       2.6s             6.1s            3.1s       ~2    (before one-call commit)
+    4    37  155.0s            0.3       2.6s             6.1s            3.1s        3.0 at end (before the one-call commit)
     4    37  370.0s           10.2      16.5s            29.3s           14.8s       11.2
     4    37  (same workdir)      -      14.0s (3.0)      34.5s (5.3)     18.0s (3.3)  9.1
    40   253  600.6s            4.0       8.4s            64.2s           29.2s        4.8
    40   253  (same workdir)      -     104.5s (22.9)*   129.6s (28.7)   154.9s (24.3) 8.9
+   40   253  (same workdir)      -      21.4s (4.7)     173.4s (36.7)   112.8s (23.6) 6.6
+  100   613  (see the session's report: the fresh run's `dvc commit` was still running at the deadline)
 
    * that no-op realigned the workdir after a file was rewritten (one `dvc status --json`).
 
