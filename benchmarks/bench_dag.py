@@ -27,7 +27,9 @@ seconds in brackets where measured, 1-minute load average beside each; one run p
    40   253  600.6s            4.0       8.4s            64.2s           29.2s        4.8
    40   253  (same workdir)      -     104.5s (22.9)*   129.6s (28.7)   154.9s (24.3) 8.9
    40   253  (same workdir)      -      21.4s (4.7)     173.4s (36.7)   112.8s (23.6) 6.6
-  100   613  3474s            ~8-12  (jobs 2333 s, then the one `dvc commit` 1135 s; dvc.lock 1.9 MB)
+  100   613  3483.6s           4.3      44.8s           278.9s           93.1s        6.8
+               (load 4.3 at the start, 8-12 during; jobs 2333 s, then the one `dvc commit` 1135 s;
+                dvc.lock 1.9 MB)
 
    * that no-op realigned the workdir after a file was rewritten (one `dvc status --json`).
 
