@@ -8,9 +8,41 @@ For each N (default 4, 40, 100) a temporary git repo of the project gets N offli
 * a no-op ``dvc repro`` (must run no stage);
 * ``dvc status`` for reference.
 
-    python benchmarks/bench_dag.py [--models 4 40 100] [--workdir DIR] [--keep]
+    python benchmarks/bench_dag.py [--models 4 40 100] [--workdir DIR] [--keep] [--reuse] [--repeat K]
+
+``--reuse`` times only the no-ops in a workdir kept (``--keep``) by an earlier run (its fresh run
+is then reported as not run). Each no-op is run ``--repeat`` times (default 3) and the median is
+printed. Every row also gives the 1-minute load average before its fresh run and before its no-ops
+(``os.getloadavg``): on a shared 2-core machine a figure means little without it.
 
 Targets (issue 9): both no-ops under 5 s at N = 40 and under 10 s at N = 100 on a 2-core machine.
+
+Figures (1 December 2026, 2-core machine shared with three other sessions; wall seconds, CPU
+seconds in brackets where measured, 1-minute load average beside each; one run per figure):
+
+    N  jobs  fresh run        load  no-op snakemake  no-op dvc repro  dvc status     load
+    4    37  155.0s            0.3       2.6s             6.1s            3.1s        3.0 at end (before the one-call commit)
+    4    37  370.0s           10.2      16.5s            29.3s           14.8s       11.2
+    4    37  (same workdir)      -      14.0s (3.0)      34.5s (5.3)     18.0s (3.3)  9.1
+   40   253  600.6s            4.0       8.4s            64.2s           29.2s        4.8
+   40   253  (same workdir)      -     104.5s (22.9)*   129.6s (28.7)   154.9s (24.3) 8.9
+   40   253  (same workdir)      -      21.4s (4.7)     173.4s (36.7)   112.8s (23.6) 6.6
+  100   613  3483.6s           4.3      44.8s           278.9s           93.1s        6.8
+               (load 4.3 at the start, 8-12 during; jobs 2333 s, then the one `dvc commit` 1135 s;
+                dvc.lock 1.9 MB)
+
+   * that no-op realigned the workdir after a file was rewritten (one `dvc status --json`).
+
+Where the time goes (cProfile, ``dvc --cprofile-dump``): a fresh run spent most of its time in
+``dvc commit <254 targets>`` (DVC parses and rewrites dvc.lock once per target: 37 targets took
+~115 s at N = 4); now one call. A no-op ``dvc repro``/``dvc status`` is YAML parsing in pure
+Python (ruamel.yaml without its C extension): dvc.lock (820 KB at N = 40) and params.yaml once
+per stage with params (O(N^2)), about 75 % of the time. With ``ruamel.yaml.clib`` importable,
+``dvc status`` at N = 40 took 9.4 CPU s instead of 21.0. ``benchmarks/bench_dvc_deps.py``: 60
+stages on 20 module files each vs on their folder: dvc.lock 131 KB vs 17 KB, ``dvc status``
+2.8 vs 1.5 CPU s. A no-op ``snakemake all`` is mostly Snakemake's own start (its plugins:
+the SLURM executor plugin imports pandas; its persistence imports SQLAlchemy/SQLModel); the
+Snakefile hooks cost ~0.6 CPU s at N = 40 (params validation with jsonschema 0.3, the bridge 0.13).
 """
 
 from __future__ import annotations
@@ -18,12 +50,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -54,29 +89,79 @@ def with_models(project: Path, n: int) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
 
 
+#: CPU seconds (user + sys) of the last command run by timed(), its subprocesses included
+LAST_CPU = [0.0]
+
+
 def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return seconds, proc.stdout + proc.stderr
 
 
-def bench(n: int, workdir: Path) -> dict[str, float | int]:
-    project = project_copy(workdir / f"n{n}")
-    with_models(project, n)
-    fresh, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-    match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
-    jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
-    noop_smk, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-    assert "Nothing to be done" in log, log[-2000:]
-    noop_dvc, log = timed([str(BIN / "dvc"), "repro"], project)
-    assert "Running stage" not in log, log[-2000:]
-    status, log = timed([str(BIN / "dvc"), "status"], project)
-    assert "up to date" in log, log[-2000:]
-    return {"N": n, "jobs": jobs, "fresh": fresh, "noop_smk": noop_smk, "noop_dvc": noop_dvc, "status": status}
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def median_of(cmd: list[str], cwd: Path, repeat: int, check: Callable[[str], bool], what: str) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``repeat`` runs, each checked to be a no-op."""
+    times, cpus = [], []
+    for _ in range(repeat):
+        seconds, log = timed(cmd, cwd)
+        if not check(log):
+            raise SystemExit(f"{what} was not a no-op in {cwd}:\n{log[-3000:]}")
+        times.append(seconds)
+        cpus.append(LAST_CPU[0])
+    return statistics.median(times), statistics.median(cpus)
+
+
+def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[str, float | int | None]:
+    project = workdir / f"n{n}"
+    fresh: float | None = None
+    fresh_cpu: float | None = None
+    load_fresh: float | None = None
+    if reuse and (project / "dvc.lock").is_file():
+        jobs = len(subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=project,
+                                  capture_output=True, text=True, check=True).stdout.split())
+    else:
+        if project.exists():
+            shutil.rmtree(project)
+        project_copy(project)
+        with_models(project, n)
+        load_fresh = load()
+        fresh, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
+        fresh_cpu = LAST_CPU[0]
+        match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
+        jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
+    load_noop = load()
+    smk = [str(BIN / "snakemake"), "--cores", "2", "all"]
+    noop_smk = median_of(smk, project, repeat, lambda log: "Nothing to be done" in log, "snakemake all")
+    noop_dvc = median_of([str(BIN / "dvc"), "repro"], project, repeat, lambda log: "Running stage" not in log, "dvc repro")
+    status = median_of([str(BIN / "dvc"), "status"], project, repeat, lambda log: "up to date" in log, "dvc status")
+    return {"N": n, "jobs": jobs, "fresh": fresh, "fresh_cpu": fresh_cpu, "load_fresh": load_fresh, "noop_smk": noop_smk,
+            "noop_dvc": noop_dvc, "status": status, "load_noop": load_noop}
+
+
+def row(r: Mapping[str, Any]) -> str:
+    """Wall seconds, with the CPU seconds (user + sys) in brackets: CPU time hardly moves with load."""
+    fresh = f"{r['fresh']:>7.1f}s ({r['fresh_cpu']:>5.1f})" if r["fresh"] is not None else f"{'not run':>16}"
+    lf = f"{r['load_fresh']:>6.1f}" if r["load_fresh"] is not None else f"{'-':>6}"
+
+    def cell(key: str) -> str:
+        wall, cpu = r[key]
+        return f"{wall:>7.1f}s ({cpu:>5.1f})"
+
+    return (
+        f"{r['N']:>4} {r['jobs']:>5} {fresh} {lf} {cell('noop_smk'):>16} {cell('noop_dvc'):>16}"
+        f" {cell('status'):>16} {r['load_noop']:>6.1f}"
+    )
 
 
 def main() -> int:
@@ -84,18 +169,19 @@ def main() -> int:
     ap.add_argument("--models", type=int, nargs="+", default=[4, 40, 100])
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="time only the no-ops in a kept workdir")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each no-op (the median is printed)")
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sabre-bench-dag-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"{'N':>4} {'jobs':>5} {'fresh run':>10} {'no-op snakemake':>16} {'no-op dvc repro':>16} {'dvc status':>11}")
+    print(
+        f"{'N':>4} {'jobs':>5} {'fresh run':>16} {'load':>6} {'no-op snakemake':>16} {'no-op dvc repro':>16}"
+        f" {'dvc status':>16} {'load':>6}   (wall s, CPU s in brackets)",
+        flush=True,
+    )
     try:
         for n in args.models:
-            r = bench(n, workdir)
-            print(
-                f"{r['N']:>4} {r['jobs']:>5} {r['fresh']:>9.1f}s {r['noop_smk']:>15.1f}s {r['noop_dvc']:>15.1f}s"
-                f" {r['status']:>10.1f}s",
-                flush=True,
-            )
+            print(row(bench(n, workdir, args.reuse, args.repeat)), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
