@@ -22,6 +22,16 @@ if os.environ.get("SABRE_TEST_GATED") != "1":
     os.environ["HF_HUB_OFFLINE"] = "1"
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the background work of the selected tests that declare some (a ``start_early`` attribute:
+    a slow, network-bound command such as tests/test_lock.py's pip resolution), so that it overlaps
+    the rest of the run; each such test waits for its own result."""
+    for item in session.items:
+        start = getattr(getattr(item, "function", None), "start_early", None)
+        if start is not None and not item.get_closest_marker("skip"):
+            start()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
 
