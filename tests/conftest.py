@@ -22,6 +22,16 @@ if os.environ.get("SABRE_TEST_GATED") != "1":
     os.environ["HF_HUB_OFFLINE"] = "1"
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the background work of the selected tests that declare some (a ``start_early`` attribute:
+    a slow, network-bound command such as tests/test_lock.py's pip resolution), so that it overlaps
+    the rest of the run; each such test waits for its own result."""
+    for item in session.items:
+        start = getattr(getattr(item, "function", None), "start_early", None)
+        if start is not None and not item.get_closest_marker("skip"):
+            start()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
 
@@ -46,3 +56,26 @@ def demo_parquet_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     for split in C.SPLITS:
         fetch_split(str(demo_dir), split, out / f"{split}.parquet")
     return out
+
+
+@pytest.fixture(scope="session")
+def demo_repo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`snakemake --cores 2 all` on the demo in a git repo of the project (tests/dvc_helpers.py:
+    secrets planted in its environment; its onsuccess handler records every output in dvc.lock),
+    run once per session. Shared and read-only: a test that runs or changes anything works on
+    :func:`demo_repo_run_copy` or its own copy (``dvc_helpers.copy_tree``)."""
+    from dvc_helpers import make_repo, out, smk
+
+    base = make_repo(tmp_path_factory.mktemp("demo-run") / "base")
+    proc = smk(base, "--cores", "2", "all")
+    assert "recorded" in out(proc) and "dvc.lock" in out(proc), out(proc)[-3000:]
+    return base
+
+
+@pytest.fixture(scope="module")
+def demo_repo_run_copy(demo_repo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of :func:`demo_repo_run` for one test module: the finished run with its mtimes,
+    .snakemake/ and .dvc/cache, as if that module had run `snakemake --cores 2 all` itself."""
+    from dvc_helpers import copy_tree
+
+    return copy_tree(demo_repo_run, tmp_path_factory.mktemp("demo-run-copy") / "project")

@@ -22,7 +22,6 @@ from dvc_helpers import (
     dvc,
     dvc_ran,
     git,
-    make_repo,
     out,
     planned_jobs,
     set_param_models,
@@ -55,11 +54,9 @@ def _model_of(stage: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = make_repo(tmp_path_factory.mktemp("dvc") / "base")
-    proc = smk(base, "--cores", "2", "all")
-    assert "recorded" in out(proc) and "dvc.lock" in out(proc), out(proc)[-3000:]
-    return base
+def built(demo_repo_run: Path) -> Path:
+    """The session's `snakemake --cores 2 all` in a git repo of the project (tests/conftest.py). Read-only."""
+    return demo_repo_run
 
 
 def _changed(project: Path) -> set[str]:

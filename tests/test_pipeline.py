@@ -11,16 +11,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.project import copy_project, snakemake
+from tests.project import snakemake
 
 SPLITS = ("context", "texture", "attribute", "language")
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = copy_project(tmp_path_factory.mktemp("pipeline") / "project")
-    snakemake(["--cores", "2", "all"], project)
-    return project
+def demo_run(demo_repo_run_copy: Path) -> Path:
+    """`snakemake --cores 2 all` in a copy of the project (the session's run, tests/conftest.py)."""
+    return demo_repo_run_copy
 
 
 def _simple_answer(text: str, eval_type: str) -> str:

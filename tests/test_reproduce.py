@@ -43,9 +43,11 @@ def _differing(committed: dict, rebuilt: dict) -> list[str]:
     return sorted(n for n in committed.keys() | rebuilt.keys() if committed.get(n) != rebuilt.get(n))
 
 
-def test_snakemake_rebuild_in_a_fresh_clone_matches_the_committed_lock(origin: tuple[Path, Path], tmp_path: Path) -> None:
-    work = clone(origin[0], tmp_path / "clone")
-    smk(work, "--cores", "2", "all")  # its onsuccess handler records every output in dvc.lock (dvc commit)
+def test_snakemake_rebuild_in_a_fresh_clone_matches_the_committed_lock(demo_repo_run: Path) -> None:
+    # the session's `snakemake --cores 2 all` (tests/conftest.py) in a git repo of one commit of this tree,
+    # the same files a clone holds; its onsuccess handler records every output in dvc.lock (dvc commit)
+    assert (ROOT / "dvc.lock").is_file(), REGENERATE
+    work = demo_repo_run
     assert UP_TO_DATE in dvc(work, "status").stdout
     committed = _stages(git(work, "show", "HEAD:dvc.lock").stdout)
     rebuilt = _stages((work / "dvc.lock").read_text())

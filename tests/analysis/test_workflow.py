@@ -10,16 +10,15 @@ import pytest
 import yaml
 
 from sabre_prior import contracts as C
-from tests.project import copy_project, snakemake
+from tests.project import snakemake
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = copy_project(tmp_path_factory.mktemp("analysis-workflow") / "project")
-    snakemake(["--cores", "2", "all"], project)
-    return project
+def run(demo_repo_run_copy: Path) -> Path:
+    """`snakemake --cores 2 all` in a copy of the project (the session's run, tests/conftest.py)."""
+    return demo_repo_run_copy
 
 
 def test_analysis_outputs_agree_with_the_metrics(run: Path) -> None:
