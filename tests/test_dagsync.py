@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sabre_prior.dagsync import commit_targets
-from sabre_prior.pipeline import Pipeline
+from sabre_prior.repro.dagsync import commit_targets
+from sabre_prior.repro.pipeline import Pipeline
 
 PARAMS = {
     "models": {"a": {"backend": "baseline"}, "b": {"backend": "baseline"}},
