@@ -17,26 +17,22 @@ printed. Every row also gives the 1-minute load average before its fresh run and
 
 Targets (issue 9): both no-ops under 5 s at N = 40 and under 10 s at N = 100 on a 2-core machine.
 
-Figures (1 December 2026, 2-core machine shared with three other sessions; wall seconds, CPU
-seconds in brackets where measured, 1-minute load average beside each; one run per figure):
+Figures on an idle machine (1 December 2026, main a019c34, 2 cores, 1-minute load average beside
+each; wall seconds, CPU seconds in brackets; no-ops are the median of 3):
 
-    N  jobs  fresh run        load  no-op snakemake  no-op dvc repro  dvc status     load
-    4    37  155.0s            0.3       2.6s             6.1s            3.1s        3.0 at end (before the one-call commit)
-    4    37  370.0s           10.2      16.5s            29.3s           14.8s       11.2
-    4    37  (same workdir)      -      14.0s (3.0)      34.5s (5.3)     18.0s (3.3)  9.1
-   40   253  600.6s            4.0       8.4s            64.2s           29.2s        4.8
-   40   253  (same workdir)      -     104.5s (22.9)*   129.6s (28.7)   154.9s (24.3) 8.9
-   40   253  (same workdir)      -      21.4s (4.7)     173.4s (36.7)   112.8s (23.6) 6.6
-  100   613  3483.6s           4.3      44.8s           278.9s           93.1s        6.8
-               (load 4.3 at the start, 8-12 during; jobs 2333 s, then the one `dvc commit` 1135 s;
-                dvc.lock 1.9 MB)
+    N  jobs        fresh run   load  no-op snakemake  no-op dvc repro       dvc status   load
+    4    37    25.8s ( 39.8)    0.9     2.5s (  2.6)     4.0s (  3.9)     2.3s (  2.3)    1.3
+   40   253   186.8s (303.2)    1.2     3.6s (  3.7)    27.5s ( 26.9)    19.2s ( 19.0)    1.7
+  100   613   550.2s (871.6)    0.6     7.1s (  7.2)    95.8s ( 94.5)    78.5s ( 78.1)    1.1
 
-   * that no-op realigned the workdir after a file was rewritten (one `dvc status --json`).
+No-op snakemake meets the targets; no-op dvc repro does not (see below). Before the one-call
+``dvc commit`` the N = 4 fresh run took 155 s at load 0.3 (N = 100 under load: 3484 s, of which the
+commit 1135 s).
 
 Where the time goes (cProfile, ``dvc --cprofile-dump``): a fresh run spent most of its time in
 ``dvc commit <254 targets>`` (DVC parses and rewrites dvc.lock once per target: 37 targets took
 ~115 s at N = 4); now one call. A no-op ``dvc repro``/``dvc status`` is YAML parsing in pure
-Python (ruamel.yaml without its C extension): dvc.lock (820 KB at N = 40) and params.yaml once
+Python (ruamel.yaml without its C extension): dvc.lock (728 KB at N = 40 with the stage-package deps) and params.yaml once
 per stage with params (O(N^2)), about 75 % of the time. With ``ruamel.yaml.clib`` importable,
 ``dvc status`` at N = 40 took 9.4 CPU s instead of 21.0. ``benchmarks/bench_dvc_deps.py``: 60
 stages on 20 module files each vs on their folder: dvc.lock 131 KB vs 17 KB, ``dvc status``
