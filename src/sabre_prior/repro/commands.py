@@ -116,9 +116,9 @@ def _dvc_sync(args: argparse.Namespace) -> int:
         print(dagsync.align(pipeline).summary())
         return 0
     # commit: every job whose outputs exist and that Snakemake finds up to date
-    jobs = [j for j in pipeline.jobs() if dagsync.job_times(root, j).outputs_exist]
-    names = [j.name for j in jobs if dagsync.job_times(root, j).consistent]
-    proc = dagsync.commit(root, names)
+    jobs = pipeline.jobs()
+    names = [j.name for j in jobs if dagsync.job_times(root, j).up_to_date]
+    proc = dagsync.commit(root, names, jobs)
     if proc is not None and proc.returncode != 0:
         raise SabreError(f"dvc commit failed: {proc.stderr.strip()[-2000:]}")
     print(f"committed {len(names)} stages")

@@ -120,6 +120,11 @@ class JobTimes:
             return True  # missing outputs: Snakemake runs the job, nothing to align
         return self.newest_input is None or (self.oldest_output or 0) > self.newest_input
 
+    @property
+    def up_to_date(self) -> bool:
+        """Every output exists and is newer than every input."""
+        return self.outputs_exist and self.consistent
+
 
 def job_times(root: Path, job: Job, cache: dict[str, int | None] | None = None) -> JobTimes:
     """The job's newest input and oldest output; ``cache`` shares stat results between jobs of one check."""
@@ -283,13 +288,12 @@ def commit_targets(jobs: Sequence[Job], names: Iterable[str]) -> list[str] | Non
     return targets
 
 
-def commit(root: Path, names: Sequence[str], jobs: Sequence[Job] | None = None) -> subprocess.CompletedProcess[str] | None:
-    """``dvc commit --force --no-relink`` of the jobs ``names``, keeping the outputs' mtimes
-    (with ``jobs``, every job of the pipeline: the targets are compressed, see :func:`commit_targets`)."""
+def commit(root: Path, names: Sequence[str], jobs: Sequence[Job]) -> subprocess.CompletedProcess[str] | None:
+    """``dvc commit --force --no-relink`` of the jobs ``names`` (of ``jobs``, every job of the
+    pipeline), keeping the outputs' mtimes; the fewest targets, see :func:`commit_targets`."""
     if not names:
         return None
-    targets = commit_targets(jobs, names) if jobs is not None else list(names)
-    return run_dvc(root, "commit", "--force", "--no-relink", "--quiet", *(targets or []))
+    return run_dvc(root, "commit", "--force", "--no-relink", "--quiet", *(commit_targets(jobs, names) or []))
 
 
 def finished_jobs(pipeline: Pipeline, since_ns: int, jobs: Iterable[Job] | None = None) -> list[Job]:
@@ -335,7 +339,7 @@ def before_planning(params: Mapping[str, Any], root: Path | None = None) -> Pipe
 def vouched_jobs(pipeline: Pipeline, jobs: Sequence[Job], status: Mapping[str, Any]) -> list[Job]:
     """Jobs DVC finds changed that Snakemake finds up to date (outputs newer than every input):
     after a successful run Snakemake vouches for them (e.g. a prediction edited by hand, now re-scored)."""
-    return [j for j in jobs if j.name in status and job_times(pipeline.root, j).outputs_exist and job_times(pipeline.root, j).consistent]
+    return [j for j in jobs if j.name in status and job_times(pipeline.root, j).up_to_date]
 
 
 def after_run(pipeline: Pipeline, success: bool = True) -> None:
