@@ -17,28 +17,41 @@ printed. Every row also gives the 1-minute load average before its fresh run and
 
 Targets (issue 9): both no-ops under 5 s at N = 40 and under 10 s at N = 100 on a 2-core machine.
 
-Figures on an idle machine (1 December 2026, main a019c34, 2 cores, 1-minute load average beside
-each; wall seconds, CPU seconds in brackets; no-ops are the median of 3):
+Figures (1 December 2026, 2 cores, 1-minute load average beside each; wall seconds, CPU seconds
+in brackets; no-ops are the median of 3). With ruamel.yaml.clib (a dependency since then):
 
     N  jobs        fresh run   load  no-op snakemake  no-op dvc repro       dvc status   load
+    4    37    37.2s ( 44.4)    0.5     2.4s (  2.5)     3.0s (  2.9)     2.0s (  2.0)    1.4
+   40   253   174.2s (281.6)    1.5     4.4s (  4.5)    15.2s ( 14.8)    11.7s ( 11.6)    2.4
+  100   613   444.2s (766.0)    1.3     5.2s (  5.3)    43.8s ( 42.6)    33.9s ( 33.5)    1.4
+
+Before (main a019c34, ruamel.yaml in pure Python):
+
     4    37    25.8s ( 39.8)    0.9     2.5s (  2.6)     4.0s (  3.9)     2.3s (  2.3)    1.3
    40   253   186.8s (303.2)    1.2     3.6s (  3.7)    27.5s ( 26.9)    19.2s ( 19.0)    1.7
   100   613   550.2s (871.6)    0.6     7.1s (  7.2)    95.8s ( 94.5)    78.5s ( 78.1)    1.1
 
-No-op snakemake meets the targets; no-op dvc repro does not (see below). Before the one-call
-``dvc commit`` the N = 4 fresh run took 155 s at load 0.3 (N = 100 under load: 3484 s, of which the
-commit 1135 s).
+No-op snakemake meets the targets; no-op dvc repro does not, and cannot with one DVC stage per
+model and split that reads its params keys: ``benchmarks/bench_dvc_floor.py`` times DVC alone on
+as many *trivial* stages (one file dep, one file out), 3.8 s at N = 40 and 9.0 s at N = 100
+without params, 8.9 s and 29.5 s when each stage reads one params key (DVC parses the whole
+params.yaml again for every stage that has params: O(N^2)). Before the one-call ``dvc commit``
+the N = 4 fresh run took 155 s at load 0.3 (N = 100 under load: 3484 s, of which the commit
+1135 s).
 
 Where the time goes (cProfile, ``dvc --cprofile-dump``): a fresh run spent most of its time in
 ``dvc commit <254 targets>`` (DVC parses and rewrites dvc.lock once per target: 37 targets took
-~115 s at N = 4); now one call. A no-op ``dvc repro``/``dvc status`` is YAML parsing in pure
-Python (ruamel.yaml without its C extension): dvc.lock (728 KB at N = 40 with the stage-package deps) and params.yaml once
-per stage with params (O(N^2)), about 75 % of the time. With ``ruamel.yaml.clib`` importable,
-``dvc status`` at N = 40 took 9.4 CPU s instead of 21.0. ``benchmarks/bench_dvc_deps.py``: 60
-stages on 20 module files each vs on their folder: dvc.lock 131 KB vs 17 KB, ``dvc status``
-2.8 vs 1.5 CPU s. A no-op ``snakemake all`` is mostly Snakemake's own start (its plugins:
-the SLURM executor plugin imports pandas; its persistence imports SQLAlchemy/SQLModel); the
-Snakefile hooks cost ~0.6 CPU s at N = 40 (params validation with jsonschema 0.3, the bridge 0.13).
+~115 s at N = 4); now one call. A no-op ``dvc repro``/``dvc status`` was mostly YAML parsing in
+pure Python (ruamel.yaml without its C extension): dvc.lock (728 KB at N = 40) twice and
+params.yaml once per stage with params, about 75 % of the time; ``ruamel.yaml.clib`` halves it.
+What remains at N = 40 (profile of a no-op ``dvc repro``): params.yaml parsed 252 times ~20 %,
+hashing the ~17 deps and outs of each stage (state look-ups; 12 of a stage's deps are code files)
+~25 %, DVC's per-stage read/write lock (``.dvc/tmp/rwlock``, JSON rewritten 16 times per stage)
+~20 %, loading dvc.yaml and dvc.lock ~15 %. ``benchmarks/bench_dvc_deps.py``: 60 stages on 20
+module files each vs on their folder: dvc.lock 131 KB vs 17 KB, ``dvc status`` 2.8 vs 1.5 CPU s.
+A no-op ``snakemake all`` is mostly Snakemake's own start (its plugins: the SLURM executor plugin
+imports pandas; its persistence imports SQLAlchemy/SQLModel); the Snakefile hooks cost ~0.6 CPU s
+at N = 40 (params validation with jsonschema 0.3, the bridge 0.13).
 """
 
 from __future__ import annotations

@@ -14,31 +14,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import run  # noqa: E402
+
 BIN = Path(sys.executable).parent
-
-
-def run(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall and CPU (user+sys of the child) seconds of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
 
 
 def project(root: Path, stages: int, files: int, folder: bool) -> Path:
@@ -72,9 +60,9 @@ def main() -> int:
     try:
         for folder in (False, True):
             root = project(workdir / ("folder" if folder else "files"), args.stages, args.files, folder)
-            fresh, _ = run([str(BIN / "dvc"), "commit", "--force", "-q"], root)
+            fresh, _, _ = run([str(BIN / "dvc"), "commit", "--force", "-q"], root)
             load = os.getloadavg()[0]
-            runs = [run([str(BIN / "dvc"), "status", "-q"], root) for _ in range(args.repeat)]
+            runs = [run([str(BIN / "dvc"), "status", "-q"], root)[:2] for _ in range(args.repeat)]
             wall = statistics.median(r[0] for r in runs)
             cpu = statistics.median(r[1] for r in runs)
             kind = "1 folder" if folder else f"{args.files} files"
