@@ -59,17 +59,18 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -98,21 +99,9 @@ def with_models(project: Path, n: int) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
 
 
-#: CPU seconds (user + sys) of the last command run by timed(), its subprocesses included
-LAST_CPU = [0.0]
-
-
-def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return seconds, proc.stdout + proc.stderr
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds and output of one command, with this interpreter's bin/ first on PATH."""
+    return run(cmd, cwd, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"))
 
 
 def load() -> float:
@@ -123,11 +112,11 @@ def median_of(cmd: list[str], cwd: Path, repeat: int, check: Callable[[str], boo
     """Median wall and CPU seconds of ``repeat`` runs, each checked to be a no-op."""
     times, cpus = [], []
     for _ in range(repeat):
-        seconds, log = timed(cmd, cwd)
+        seconds, cpu, log = timed(cmd, cwd)
         if not check(log):
             raise SystemExit(f"{what} was not a no-op in {cwd}:\n{log[-3000:]}")
         times.append(seconds)
-        cpus.append(LAST_CPU[0])
+        cpus.append(cpu)
     return statistics.median(times), statistics.median(cpus)
 
 
@@ -145,8 +134,7 @@ def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[s
         project_copy(project)
         with_models(project, n)
         load_fresh = load()
-        fresh, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-        fresh_cpu = LAST_CPU[0]
+        fresh, fresh_cpu, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
         match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
         jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
     load_noop = load()
