@@ -17,9 +17,10 @@ from sabre_prior.config import validate_params
 
 validate_params(config, "params.yaml")
 
-# Snakemake and DVC agree on what is up to date (sabre_prior.repro.dagsync, public interfaces only):
-# before planning, each job's stamp is refreshed and, only where an output is older than an
-# input, `dvc status` decides; after a run, `dvc commit` records what Snakemake made.
+# One plan for Snakemake and DVC (sabre_prior.repro.dagsync): each job's recipe and made record
+# say whether its outputs are what it would make now; the rules' inputs (common.smk) are
+# ancient() for those jobs and carry a fresh gate file for the others; after the run, one
+# `dvc commit` records what was made. A second run of either tool refuses while this one runs.
 from sabre_prior.repro import dagsync
 
 PIPELINE = dagsync.before_planning(config)

@@ -61,7 +61,9 @@ COMMANDS: dict[str, str] = {
     "report": "analysis.commands",
     "manifest": "repro.commands",
     "dvc-yaml": "repro.commands",
-    "dvc-sync": "repro.commands",
+    "recipes": "repro.commands",
+    "recover": "repro.commands",
+    "status": "repro.commands",
 }
 
 
@@ -95,7 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        return int(args.func(args) or 0)
+        from .repro import jobrun
+
+        adopted = jobrun.adopt(parser, sys.argv[1:] if argv is None else argv, args)
+        code = int(args.func(args) or 0)
+        if code == 0:
+            jobrun.record(adopted)
+        return code
     except SabreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

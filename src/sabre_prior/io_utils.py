@@ -19,6 +19,8 @@ def _current_umask() -> int:
 
 
 _UMASK = _current_umask()
+#: Every temporary file this package writes starts with this (see .dvcignore).
+TEMP_PREFIX = ".sabre-tmp."
 
 
 @contextmanager
@@ -26,7 +28,9 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
     """Write to a temporary file beside ``path`` and rename it into place on success."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    # one name pattern for every temp file: .dvcignore keeps it out of DVC's hashes and cache
+    # should a kill leave it behind, and `sabre recover` removes it
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
         encoding = None if "b" in mode else "utf-8"

@@ -14,7 +14,6 @@ localrules:
 rule intervals:
     input:
         stage_inputs("intervals"),
-        stamp=stage_stamp("intervals"),
     output:
         stage_outputs("intervals"),
     log:
@@ -28,7 +27,6 @@ rule intervals:
 rule compare:
     input:
         stage_inputs("compare"),
-        stamp=stage_stamp("compare"),
     output:
         stage_outputs("compare"),
     log:
@@ -42,7 +40,6 @@ rule compare:
 rule diagnose:
     input:
         stage_inputs("diagnose"),
-        stamp=stage_stamp("diagnose"),
     output:
         stage_outputs("diagnose"),
     log:
@@ -56,7 +53,6 @@ rule diagnose:
 rule paper_compare:
     input:
         stage_inputs("paper_compare"),
-        stamp=stage_stamp("paper_compare"),
     output:
         stage_outputs("paper_compare"),
     log:

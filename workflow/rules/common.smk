@@ -3,8 +3,8 @@
 
 from sabre_prior.repro.pipeline import BY_NAME, snakemake_outputs
 
-SPLITS = PIPELINE.splits
-MODELS = PIPELINE.models
+SPLITS = PIPELINE.pipeline.splits
+MODELS = PIPELINE.pipeline.models
 
 
 wildcard_constraints:
@@ -13,17 +13,13 @@ wildcard_constraints:
 
 
 def stage_inputs(name):
-    """Data inputs and code files of the stage (item placeholders are the rule's wildcards)."""
-    return PIPELINE.inputs(BY_NAME[name])
-
-
-def stage_stamp(name):
-    """The job's stamp: command and params values (sabre_prior.repro.dagsync rewrites it on a change)."""
-    return BY_NAME[name].stamp
+    """The job's data inputs and its recipe (.sabre/recipes/): ancient() when the job is proven up
+    to date, else with a fresh gate file (sabre_prior.repro.dagsync.Plan.job_inputs)."""
+    return lambda wildcards: PIPELINE.job_inputs(name, wildcards, ancient)
 
 
 def stage_outputs(name):
-    return snakemake_outputs(PIPELINE, name, report)
+    return snakemake_outputs(PIPELINE.pipeline, name, report)
 
 
 def stage_log(name):
@@ -32,7 +28,7 @@ def stage_log(name):
 
 def stage_shell(name, prefix=""):
     """The declared command; `prefix` is Snakemake-only (device pinning, a Snakemake placeholder)."""
-    return f"{prefix}{PIPELINE.shell(BY_NAME[name])}"
+    return f"{prefix}{PIPELINE.pipeline.shell(BY_NAME[name])}"
 
 
 # Resources of the predict jobs, from each model's settings (see

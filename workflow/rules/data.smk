@@ -6,7 +6,6 @@
 rule demo_data:
     input:
         stage_inputs("demo_data"),
-        stamp=stage_stamp("demo_data"),
     output:
         directory(stage_outputs("demo_data")[0]),
     log:
@@ -19,9 +18,7 @@ rule demo_data:
 
 rule fetch:
     input:
-        lambda wildcards: PIPELINE.fetch_inputs(wildcards.split),
         stage_inputs("fetch"),
-        stamp=stage_stamp("fetch"),
     output:
         stage_outputs("fetch"),
     log:

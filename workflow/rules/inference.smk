@@ -16,7 +16,6 @@
 rule predict:
     input:
         stage_inputs("predict"),
-        stamp=stage_stamp("predict"),
     wildcard_constraints:
         model=one_of(OTHER_MODELS),
     output:

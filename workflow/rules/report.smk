@@ -9,7 +9,6 @@ localrules:
 rule tables:
     input:
         stage_inputs("tables"),
-        stamp=stage_stamp("tables"),
     output:
         stage_outputs("tables"),
     log:
@@ -23,7 +22,6 @@ rule tables:
 rule figures:
     input:
         stage_inputs("figures"),
-        stamp=stage_stamp("figures"),
     output:
         stage_outputs("figures"),
     log:
@@ -37,7 +35,6 @@ rule figures:
 rule plot_data:
     input:
         stage_inputs("plot_data"),
-        stamp=stage_stamp("plot_data"),
     output:
         stage_outputs("plot_data"),
     log:
@@ -51,7 +48,6 @@ rule plot_data:
 rule html_report:
     input:
         stage_inputs("html_report"),
-        stamp=stage_stamp("html_report"),
     output:
         stage_outputs("html_report"),
     log:

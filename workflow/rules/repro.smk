@@ -4,7 +4,6 @@
 rule manifest:
     input:
         stage_inputs("manifest"),
-        stamp=stage_stamp("manifest"),
     output:
         stage_outputs("manifest"),
     log:

@@ -4,7 +4,6 @@
 rule evaluate:
     input:
         stage_inputs("evaluate"),
-        stamp=stage_stamp("evaluate"),
     output:
         stage_outputs("evaluate"),
     log:

@@ -1,4 +1,4 @@
-"""``sabre`` subcommands for reproducibility: ``manifest``, ``dvc-yaml``, ``dvc-sync``.
+"""``sabre`` subcommands for reproducibility: ``manifest``, ``dvc-yaml``, ``recipes``, ``recover``, ``status``.
 
 Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).
 """
@@ -101,43 +101,81 @@ def _p_dvc_yaml(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_dvc_yaml)
 
 
-def _dvc_sync(args: argparse.Namespace) -> int:
+def _recipes(args: argparse.Namespace) -> int:
     from . import dagsync
+    from .state import write_recipes
 
-    root = Path(".")
-    if not dagsync.is_dvc_project(root):
-        raise SabreError(f"{root.resolve()}: not a DVC project (no .dvc/ or dvc.yaml); run `dvc init` first")
-    if args.action == "check":
-        problems = dagsync.check(root)
-        print("\n".join(problems) if problems else "Snakemake rules, dvc.yaml and DVC's stages agree")
-        return 1 if problems else 0
     pipeline = _pipeline(args)
-    if args.action == "align":
-        print(dagsync.align(pipeline).summary())
-        return 0
-    # commit: every job whose outputs exist and that Snakemake finds up to date
-    jobs = pipeline.jobs()
-    names = [j.name for j in jobs if dagsync.job_times(root, j).up_to_date]
-    proc = dagsync.commit(root, names, jobs)
-    if proc is not None and proc.returncode != 0:
-        raise SabreError(f"dvc commit failed: {proc.stderr.strip()[-2000:]}")
-    print(f"committed {len(names)} stages")
+    written = write_recipes(pipeline, dagsync.resolve_hub(pipeline))
+    print(f"recipes: {len(written)} of {len(pipeline.jobs())} rewritten")
     return 0
 
 
-def _p_dvc_sync(sub: argparse._SubParsersAction) -> None:
+def _p_recipes(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "dvc-sync",
-        help="keep Snakemake and DVC in step: check, align, commit",
+        "recipes",
+        help="write each job's recipe (.sabre/recipes/): command, settings read, code ids (the DVC stage `recipes`)",
+    )
+    add_params(p)
+    p.set_defaults(func=_recipes)
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from . import dagsync
+
+    for line in dagsync.recover(_pipeline(args)):
+        print(line)
+    return 0
+
+
+def _p_recover(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recover",
+        help="after a kill or a crash: remove temp files, repair a damaged dvc.lock, record every proven job",
         description=(
-            "check: dvc.yaml is fresh and the Snakemake rules and DVC's stages are the declaration's (exit 1 on a "
-            "difference); align: what the Snakefile does before planning (stamps, mtimes; `dvc status` only on an "
-            "inconsistency); commit: `dvc commit` every job whose outputs are newer than its inputs."
+            "The one recovery step after Snakemake or `dvc repro` was killed (Ctrl-C, OOM, a lost node) or "
+            "dvc.lock was damaged: temporary files are removed, a dvc.lock that DVC can no longer read is set "
+            "aside in .sabre/damaged/ and rebuilt, and every job whose outputs are proven to be what its recipe "
+            "and inputs make is recorded with `dvc commit` (the cache is then complete for `dvc push`). "
+            "Nothing is re-run and nothing unproven is recorded: run `snakemake --cores 8 all` or `dvc repro` "
+            "afterwards to make the rest."
         ),
     )
-    p.add_argument("action", choices=["check", "align", "commit"])
     add_params(p)
-    p.set_defaults(func=_dvc_sync)
+    p.set_defaults(func=_recover)
 
 
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_dvc_yaml, _p_dvc_sync]
+def _status(args: argparse.Namespace) -> int:
+    from . import dagsync, state
+
+    pipeline = _pipeline(args)
+    root = pipeline.root
+    jobs = pipeline.jobs()
+    todo = []
+    for job in jobs:
+        content = pipeline.recipe(job, dagsync.resolve_hub(pipeline) if job.stage.name == "fetch" else None)
+        on_disk = (root / job.stamp).read_text(encoding="utf-8") if (root / job.stamp).is_file() else None
+        if on_disk != content:
+            todo.append((job.name, "its recipe (command, settings or code) changed"))
+            continue
+        verdict = state.verify(root, job, state.recipe_digest(root, job))
+        if not verdict.proven:
+            todo.append((job.name, verdict.why))
+    names = dagsync.downstream(jobs, [n for n, _ in todo])
+    why = dict(todo)
+    for name in [j.name for j in jobs if j.name in names]:
+        print(f"{name}: {why.get(name, 'an input is made again')}")
+    print(f"{len(names)} of {len(jobs)} jobs to run" if names else "every job is up to date")
+    return 1 if names else 0
+
+
+def _p_status(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "status",
+        help="which jobs would run, and why (read only; exit 1 when some would)",
+    )
+    add_params(p)
+    p.set_defaults(func=_status)
+
+
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_dvc_yaml, _p_recipes, _p_recover, _p_status]

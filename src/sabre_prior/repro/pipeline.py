@@ -36,12 +36,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import contracts as C
 
 PACKAGE_DIR = "src/sabre_prior"
-STAMP_DIR = ".sabre/stamps"
+STAMP_DIR = ".sabre/recipes"  # one recipe per job (sabre_prior.repro.state)
 LOG_DIR = "results/logs"
-#: Code every ``sabre`` command imports: the core at the package's top level (config fills the
-#: params schema's backend lists from the registry, so every stage reads it).  A stage adds its own
-#: package and the modules it imports from other stages (``code=``).
-BASE_CODE = ("__init__", "cli", "cliargs", "config", "contracts", "errors", "io_utils", "registry", "resources")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _STAR = re.compile(r"\{\*(model|split)\}")
@@ -130,7 +126,7 @@ STAGES: tuple[Stage, ...] = (
         " --output results/predictions/{model}/{split}.jsonl --usage results/usage/{model}/{split}.json",
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
-        params=("models.{model}", "prompt.template"),
+        params=("models.{model}!display_name", "prompt.template"),
         code=("inference", "data.parquet", "scoring.contract"),
     ),
     Stage(
@@ -304,44 +300,8 @@ def local_split_folders(source: str, split: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# Paths and code
+# Paths
 # ---------------------------------------------------------------------------
-def code_paths(stage: Stage, root: Path) -> list[str]:
-    """The stage's code as project paths: modules as ``.py`` files, packages and data as folders."""
-    paths = []
-    for name in (*BASE_CODE, *stage.code):
-        if "/" in name:
-            paths.append(name)
-            continue
-        rel = name.replace(".", "/")
-        parts = rel.split("/")
-        for i in range(1, len(parts)):  # importing a.b imports a/__init__.py first
-            paths.append(f"{PACKAGE_DIR}/{'/'.join(parts[:i])}/__init__.py")
-        if (root / PACKAGE_DIR / f"{rel}.py").is_file():
-            paths.append(f"{PACKAGE_DIR}/{rel}.py")
-        else:
-            paths.append(f"{PACKAGE_DIR}/{rel}")
-    seen: dict[str, None] = {}
-    for p in paths:
-        seen.setdefault(p, None)
-    return list(seen)
-
-
-_SKIP = frozenset({"__pycache__", ".snakemake_timestamp"})
-
-
-def tree_files(root: Path, rel: str) -> list[str]:
-    """``rel`` if a file, else every file below it (sorted; caches skipped)."""
-    path = root / rel
-    if path.is_file() or not path.exists():
-        return [rel]
-    out = []
-    for p in sorted(path.rglob("*")):
-        if p.is_file() and not (_SKIP & set(p.relative_to(root).parts)) and p.suffix != ".pyc":
-            out.append(p.relative_to(root).as_posix())
-    return out
-
-
 def expand_star(pattern: str, values: Mapping[str, Sequence[str]]) -> list[str]:
     """``{*model}``/``{*split}`` replaced by every value (the item placeholders are kept)."""
     names = _STAR.findall(pattern)
@@ -386,8 +346,7 @@ class Job:
     command: str
     inputs: tuple[str, ...]  # data inputs, code files, project files
     outputs: tuple[str, ...]
-    stamp: str
-    stamp_content: str
+    stamp: str  # the job's recipe file
 
     @property
     def name(self) -> str:
@@ -404,6 +363,7 @@ class Pipeline:
     root: Path = field(default_factory=Path.cwd)
     _inputs: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
     _jobs: list[Job] | None = field(default=None, repr=False, compare=False)
+    _closure: Any = field(default=None, repr=False, compare=False)
 
     @property
     def models(self) -> list[str]:
@@ -443,15 +403,12 @@ class Pipeline:
             return files
         return []  # hub: the resolved revision is in the job's stamp
 
-    def code_files(self, stage: Stage) -> list[str]:
-        return [f for rel in (*code_paths(stage, self.root), *stage.files) for f in tree_files(self.root, rel)]
-
     def inputs(self, stage: Stage) -> list[str]:
-        """Snakemake input patterns (item placeholders kept as wildcards) of the stage, without its stamp."""
+        """Snakemake input patterns (item placeholders kept as wildcards): the stage's data, not its
+        recipe. Code and params are in the job's recipe (:meth:`recipe`), not among the inputs."""
         cached = self._inputs.get(stage.name)
         if cached is None:
-            data = [p for d in stage.deps for p in expand_star(d, self.values())]
-            cached = self._inputs[stage.name] = [*data, *self.code_files(stage)]
+            cached = self._inputs[stage.name] = [p for d in stage.deps for p in expand_star(d, self.values())]
         return list(cached)
 
     def outputs(self, stage: Stage) -> list[str]:
@@ -483,10 +440,6 @@ class Pipeline:
         inputs = [fill(p) for p in self.inputs(stage)]
         if stage.name == "fetch":
             inputs = [*self.fetch_inputs(item["split"]), *inputs]
-        params = {fill(k): get_param(self.params, fill(k)) for k in stage.params}
-        content: dict[str, Any] = {"command": command, "params": params}
-        if stage.name == "fetch" and self.kind == "hub":
-            content["hub_files"] = None  # filled in by dagsync (the split's files at the resolved commit)
         return Job(
             stage=stage,
             item=tuple((k, item[k]) for k in stage.over),
@@ -494,11 +447,64 @@ class Pipeline:
             inputs=tuple(inputs),
             outputs=tuple(fill(p) for p in self.outputs(stage)),
             stamp=fill(stage.stamp),
-            stamp_content=json.dumps(content, sort_keys=True, indent=1) + "\n",
         )
+
+    def reads(self, job: Job) -> dict[str, Any]:
+        """The values of the settings the job reads (``key!field`` leaves ``field`` out)."""
+        item = dict(job.item)
+        out: dict[str, Any] = {}
+        for key in job.stage.params:
+            key, _, drop = _ITEM.sub(lambda m: item[m.group(1)], key).partition("!")
+            value = get_param(self.params, key)
+            if drop and isinstance(value, Mapping):
+                value = {k: v for k, v in value.items() if k not in drop.split(",")}
+            out[key] = value
+        return out
+
+    def closure(self) -> Any:
+        from .closure import Closure
+
+        if self._closure is None:
+            self._closure = Closure(self.root / "src" if (self.root / PACKAGE_DIR).is_dir() else _installed_src())
+        return self._closure
+
+    def code_start(self, job: Job) -> list[str]:
+        """The modules the job's command imports first: the CLI, the subcommand's module, and for a
+        model's job its backend (reached only through the registry's ``"module:Class"`` strings)."""
+        from ..cli import COMMANDS
+
+        sub = job.command.split()[1]
+        start = ["sabre_prior.cli", f"sabre_prior.{COMMANDS[sub]}"]
+        model = dict(job.item).get("model")
+        if model is not None and "models.{model}" in " ".join(job.stage.params):
+            from ..registry import SPECS
+
+            spec = SPECS.get(str(self.params["models"][model].get("backend")))
+            if spec is not None:
+                start += [t.split(":")[0] for t in (spec.target, spec.batch) if t]
+        return start
+
+    def recipe(self, job: Job, hub: Mapping[str, Any] | None = None) -> str:
+        """The job's recipe: everything besides its data that its outputs are made from (its command,
+        the settings it reads, the blob ids of the code its command can import, for a hub split the
+        digest of the files it reads at the resolved commit). DVC depends on this file instead of
+        params and code, and Snakemake on its modification time (rewritten only on a change)."""
+        content: dict[str, Any] = {
+            "command": job.command,
+            "reads": self.reads(job),
+            "code": self.closure().code_ids(self.code_start(job)),
+        }
+        if job.stage.name == "fetch" and self.kind == "hub":
+            content["hub"] = dict(hub or {}).get(dict(job.item)["split"])
+        return json.dumps(content, sort_keys=True, indent=1) + "\n"
 
     def all_outputs(self) -> list[str]:
         return [o for job in self.jobs() for o in job.outputs if job.stage.name not in ("demo_data", "fetch")]
+
+
+def _installed_src() -> Path:
+    """The folder holding the imported ``sabre_prior`` package (outside a checkout)."""
+    return Path(__file__).resolve().parents[2]
 
 
 def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] | None = None) -> list[Any]:
@@ -540,12 +546,12 @@ def _dvc_text(text: str, over: tuple[str, ...]) -> str:
     return _PARAM.sub(lambda m: "${" + m.group(1) + "}", text)
 
 
-def _dvc_fetch(pipeline: Pipeline) -> tuple[list[str], bool]:
-    """The fetch stage's data deps and whether it must always run (an unpinned hub revision)."""
+def _dvc_fetch(pipeline: Pipeline) -> list[str]:
+    """The fetch stage's data deps (a hub split's files are named by the digest in its recipe)."""
     if pipeline.kind == "demo":
-        return [C.DEMO_DIR], False
+        return [C.DEMO_DIR]
     if pipeline.kind == "hub":
-        return [], not pinned(get_param(pipeline.params, "dataset.revision"))
+        return []
     source = pipeline.source.rstrip("/")
     folders = {s: local_split_folders(pipeline.source, s) for s in pipeline.splits}
     first = pipeline.splits[0]
@@ -554,35 +560,29 @@ def _dvc_fetch(pipeline: Pipeline) -> tuple[list[str], bool]:
         deps = [f"{source}/README.md", *(f"{source}/{t}" if t != "." else source for t in templated)]
     else:  # folders that do not follow one pattern: the whole mirror
         deps = [source]
-    return deps, False
+    return deps
 
 
 def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
+    """A stage's DVC entry: its command, its data deps and its recipe file (no params, no code files:
+    the ``recipes`` stage puts those in the recipe), its outputs."""
     cmd_dir = stage.log.rsplit("/", 1)[0]
     body: dict[str, Any] = {
         "cmd": [_dvc_text(f"mkdir -p {cmd_dir}", stage.over), _dvc_text(stage.command(), stage.over)]
     }
     deps = [dvc_path(d) for d in stage.deps]
-    always = False
     if stage.name == "fetch":
-        data, always = _dvc_fetch(pipeline)
-        deps = [*data, *deps]
-    deps += [*stage.files, *code_paths(stage, pipeline.root)]
+        deps = [*_dvc_fetch(pipeline), *deps]
+    deps.append(stage.stamp)
     body["deps"] = [_dvc_text(d, stage.over) for d in dict.fromkeys(deps)]
-    if stage.params:
-        body["params"] = [_dvc_text(p, stage.over) for p in stage.params]
     outs: dict[str, list[Any]] = {}
     for o in stage.outs:
         path = _dvc_text(dvc_path(o.path), stage.over)
         key = {"out": "outs", "metric": "metrics", "plot": "plots"}[o.kind]
         entry: Any = {path: dict(o.plot)} if o.plot else path
-        if stage.name == "fetch" and pipeline.kind == "hub":  # kept while the stage runs: a split whose
-            entry = {path: {"persist": True}}  # files a new commit left alone keeps its recorded commit
         if entry not in outs.setdefault(key, []):
             outs[key].append(entry)
     body.update(outs)
-    if always:
-        body["always_changed"] = True
     if stage.over == ("split",):
         return {"foreach": "${splits}", "do": body}
     if stage.over == ("model",):
@@ -592,10 +592,22 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     return body
 
 
+def recipes_stage(pipeline: Pipeline) -> dict[str, Any]:
+    """The DVC stage that writes every job's recipe (what Snakemake's planner writes before a run)."""
+    body: dict[str, Any] = {
+        "cmd": "sabre recipes",
+        "deps": ["params.yaml", PACKAGE_DIR],
+        "outs": [STAMP_DIR],
+    }
+    if pipeline.kind == "hub" and not pinned(get_param(pipeline.params, "dataset.revision")):
+        body["always_changed"] = True  # the branch may have moved: resolve it again on every run
+    return body
+
+
 def render_dvc_yaml(pipeline: Pipeline) -> str:
     import yaml
 
-    stages = {s.name: dvc_stage(pipeline, s) for s in pipeline.stages}
+    stages = {"recipes": recipes_stage(pipeline), **{s.name: dvc_stage(pipeline, s) for s in pipeline.stages}}
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when present (the same text, faster)
     text = yaml.dump({"stages": stages}, Dumper=dumper, sort_keys=False, width=120, default_flow_style=False)
     return _HEADER + "\n" + text
