@@ -34,33 +34,33 @@ def _git_head(root: Path) -> str:
 
 def _manifest(args: argparse.Namespace) -> int:
     from ..config import load_params
-    from .manifest import code_ids, find_commits, write_manifest
+    from .manifest import find_commits, recipe_code_ids, write_manifest
 
     root = Path(".")
     if args.find_commits:
-        source = Path(args.output)
-        ids = json.loads(source.read_text(encoding="utf-8"))["code"] if source.is_file() else code_ids(root)
+        ids = recipe_code_ids(root)
+        if not ids:
+            raise SabreError("no recipes in .sabre/recipes/: run the pipeline (or `sabre recipes`) first")
         commits = find_commits(root, ids)
-        print("\n".join(commits) if commits else "no commit among the last 200 holds exactly this code")
+        print("\n".join(commits) if commits else "no commit among the last 200 holds exactly the code these results ran")
         return 0 if commits else 1
     params = load_params(args.params)
     manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root)
-    head = _git_head(root)
-    matches = head != "unknown" and head in find_commits(root, manifest["code"], limit=1)
-    # the commit goes to the log, not into the tracked manifest (see sabre_prior.repro.manifest)
-    print(f"git HEAD: {head} (code identical to HEAD: {'yes' if matches else 'no'})")
+    # the commit goes to the log, not into the tracked manifest: the code each job ran is in its
+    # recipe (.sabre/recipes/, git blob ids), so `sabre manifest --find-commits` names the commits
+    print(f"git HEAD: {_git_head(root)}")
     print(f"manifest: {len(manifest['data'])} splits, {len(manifest['models'])} models -> {args.output}")
     return 0
 
 
 def _p_manifest(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("manifest", help="write the run manifest (code ids, package versions, params and data hashes)")
+    p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
     p.add_argument("--output", default="results/manifest.json")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument(
         "--find-commits",
         action="store_true",
-        help="list the git commits whose code equals the code ids in --output (or of the working tree)",
+        help="list the git commits holding exactly the code the results were made with (from the jobs' recipes)",
     )
     add_params(p)
     p.set_defaults(func=_manifest)

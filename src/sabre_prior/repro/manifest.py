@@ -132,6 +132,16 @@ def code_ids(root: Path | str = ".", paths: Iterable[str] = CODE_PATHS) -> dict[
     return ids
 
 
+def recipe_code_ids(root: Path | str = ".") -> dict[str, str]:
+    """``{path: git blob id}`` of every module some job ran, from the jobs' recipes (.sabre/recipes/)."""
+    import json
+
+    ids: dict[str, str] = {}
+    for path in sorted((Path(root) / ".sabre" / "recipes").rglob("*.json")):
+        ids.update(json.loads(path.read_text(encoding="utf-8")).get("code", {}))
+    return dict(sorted(ids.items()))
+
+
 def find_commits(root: Path | str, ids: Mapping[str, str], limit: int = 200) -> list[str]:
     """Commits (newest first, among the last ``limit``) whose code has exactly these ids."""
     root = Path(root)
@@ -234,9 +244,7 @@ def build_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path,
     splits = list(params.get("splits") or C.SPLITS)
     return {
         "schema_version": SCHEMA_VERSION,
-        "code": code_ids(root),
         "packages": package_versions(packages),
-        "params": {"path": params_path.name, "sha256": sha256_file(params_path)},
         "dataset": {"source": params["dataset"]["source"], "revision": params["dataset"].get("revision")},
         "data": {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits},
         "models": model_entries(params),

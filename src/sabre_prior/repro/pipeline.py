@@ -63,9 +63,7 @@ class Stage:
     cmd: str  # {model}, {split}, {p:<params key>}
     deps: tuple[str, ...]
     outs: tuple[Out, ...]
-    params: tuple[str, ...] = ()
-    code: tuple[str, ...] = ()  # modules/packages of sabre_prior ("data", "inference.prompts"), or project paths (with a "/")
-    files: tuple[str, ...] = ()  # project files read as a whole (params.yaml, Snakefile, workflow)
+    params: tuple[str, ...] = ()  # the settings the job reads ("models.{model}!display_name": without that field)
 
     @property
     def log(self) -> str:
@@ -108,7 +106,6 @@ STAGES: tuple[Stage, ...] = (
         deps=(),
         outs=(Out(C.DEMO_DIR, directory=True),),
         params=("dataset.demo.scale", "dataset.demo.seed"),
-        code=("data.commands", "data.demo"),
     ),
     Stage(
         "fetch",
@@ -117,7 +114,6 @@ STAGES: tuple[Stage, ...] = (
         deps=(),  # the source's data: see Pipeline.fetch_inputs / _dvc_fetch
         outs=(Out("data/parquet/{split}.parquet"),),
         params=("dataset.source", "dataset.revision"),
-        code=("data", "inference.prompts"),
     ),
     Stage(
         "predict",
@@ -127,7 +123,6 @@ STAGES: tuple[Stage, ...] = (
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
         params=("models.{model}!display_name", "prompt.template"),
-        code=("inference", "data.parquet", "scoring.contract"),
     ),
     Stage(
         "evaluate",
@@ -138,7 +133,6 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET, "results/usage/{model}/{*split}.json"),
         outs=(Out("results/metrics/{model}.json", kind="metric"), Out("results/traces/{model}/{*split}.jsonl")),
         params=("splits",),
-        code=("scoring", "data.parquet", "inference.prompts"),
     ),
     Stage(
         "intervals",
@@ -148,7 +142,6 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/traces/{model}/{*split}.jsonl", "results/metrics/{model}.json"),
         outs=(Out("results/intervals/{model}.json"),),
         params=("splits", *_BOOTSTRAP),
-        code=("analysis", "formatting"),
     ),
     Stage(
         "tables",
@@ -162,7 +155,6 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("report", "formatting"),
     ),
     Stage(
         "figures",
@@ -175,7 +167,6 @@ STAGES: tuple[Stage, ...] = (
             for ext in ("png", "pdf")
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("report", "formatting"),
     ),
     Stage(
         "compare",
@@ -187,7 +178,6 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/model_comparison.csv"),
         ),
         params=(*_AGG_PARAMS, *_BOOTSTRAP),
-        code=("analysis", "formatting"),
     ),
     Stage(
         "diagnose",
@@ -203,7 +193,6 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis", "formatting", "data.parquet", "report.plotting"),
     ),
     Stage(
         "paper_compare",
@@ -215,7 +204,6 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/paper_comparison.csv"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis", "formatting"),
     ),
     Stage(
         "html_report",
@@ -236,7 +224,6 @@ STAGES: tuple[Stage, ...] = (
         ),
         outs=(Out("results/report/index.html"),),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
-        code=("analysis", "formatting", "data.parquet", "inference.prompts"),
     ),
     Stage(
         "manifest",
@@ -244,8 +231,7 @@ STAGES: tuple[Stage, ...] = (
         "sabre manifest --output results/manifest.json --data data/parquet",
         deps=(_PARQUET,),
         outs=(Out("results/manifest.json"),),
-        code=("src/sabre_prior",),
-        files=("params.yaml", "Snakefile", "workflow"),
+        params=("models", "splits", "dataset"),
     ),
     Stage(
         "plot_data",
@@ -267,7 +253,6 @@ STAGES: tuple[Stage, ...] = (
             ),
         ),
         params=_AGG_PARAMS,
-        code=("report",),
     ),
 )
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
