@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Iterable
 
 PACKAGE = "sabre_prior"
-#: The bridge itself runs in the orchestrator, not in a job: no job's output depends on it.
-RUNNER = (f"{PACKAGE}.repro.dagsync", f"{PACKAGE}.repro.runlock")
+#: The bridge (the declaration, recipes, made records, locks): it decides which jobs run and
+#: records them; no output's bytes depend on it (a change of a command is in the recipe itself).
+RUNNER = tuple(f"{PACKAGE}.repro.{m}" for m in ("dagsync", "runlock", "jobrun", "state", "pipeline", "closure"))
 
 
 def blob_id(data: bytes) -> str:
