@@ -116,10 +116,14 @@ def adopt(parser: argparse.ArgumentParser, argv: Sequence[str], args: argparse.N
             from .state import recipe_digest
 
             return Adopted(job, recipe_digest(root, job), root)
-        if best is None or len(differ) < best[0]:
+        outs = {
+            k for k, v in declared.items()
+            if isinstance(v, str) and v and any(o == v or o.startswith(v.rstrip("/") + "/") for o in job.outputs)
+        }
+        writes = any(_under_outputs(root, filled.get(k)) for k in outs)
+        if writes and (best is None or len(differ) < best[0]):
             best = (len(differ), job, {k: declared.get(k) for k in differ})
-    writes_outputs = any(_under_outputs(root, v) for k, v in given.items() if isinstance(v, str) and k not in ("params", "data"))
-    if writes_outputs and best is not None:
+    if best is not None:
         _, job, want = best
         shown = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in want.items())
         raise HandRunRefused(
