@@ -46,4 +46,5 @@ include: "workflow/rules/repro.smk"
 rule all:
     input:
         PIPELINE.all_outputs(),
+        RECIPES_DONE,
     default_target: True

@@ -1,6 +1,7 @@
 # Shared names for the rules. Each rule takes its inputs, outputs, log and command from the
 # one declaration of the pipeline (sabre_prior.repro.pipeline.STAGES, also rendered into dvc.yaml).
 
+from sabre_prior.repro.dagsync import RECIPES_DONE
 from sabre_prior.repro.pipeline import BY_NAME, snakemake_outputs
 
 SPLITS = PIPELINE.pipeline.splits
@@ -54,6 +55,7 @@ def one_of(names):
 # scoring and the report (seconds) run on the submitting node.
 localrules:
     all,
+    recipes,
     demo_data,
     fetch,
     predict,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,10 @@ def _recipes(args: argparse.Namespace) -> int:
 
     pipeline = _pipeline(args)
     written = write_recipes(pipeline, dagsync.resolve_hub(pipeline))
+    if os.environ.get("DVC_STAGE") == "recipes":  # DVC records this stage when the command ends
+        from .state import write_made
+
+        write_made(pipeline.root, dagsync.RECIPES, "-")  # type: ignore[arg-type]
     print(f"recipes: {len(written)} of {len(pipeline.jobs())} rewritten")
     return 0
 

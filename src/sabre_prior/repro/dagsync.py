@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import SabreError
 from ..io_utils import write_json
 from . import state
-from .pipeline import Job, Pipeline, pinned, write_dvc_yaml
+from .pipeline import PACKAGE_DIR, STAMP_DIR, Job, Pipeline, pinned, write_dvc_yaml
 from .runlock import RUN_ENV, RunLock
 
 ENV_SWITCH = "SABRE_DVC_SYNC"
@@ -54,6 +54,20 @@ GATE_DIR = ".sabre/gates"
 SYNC_FILE = ".sabre/state/sync.json"
 PENDING_FILE = ".sabre/state/pending.json"
 DAMAGED_DIR = ".sabre/damaged"
+#: The Snakemake rule `recipes` writes this marker: it runs when DVC's stage `recipes` would.
+RECIPES_DONE = ".sabre/state/recipes.done"
+
+
+@dataclass(frozen=True)
+class RecipesJob:
+    """DVC's ``recipes`` stage as a job of its own (what it reads and writes; its made record)."""
+
+    name: str = "recipes"
+    inputs: tuple[str, ...] = ("params.yaml", PACKAGE_DIR)
+    outputs: tuple[str, ...] = (STAMP_DIR,)
+
+
+RECIPES = RecipesJob()
 
 
 def say(message: str) -> None:
@@ -200,6 +214,7 @@ class Plan:
     proven: set[str] = field(default_factory=set)
     must_run: dict[str, str] = field(default_factory=dict)  # job -> why
     to_commit: set[str] = field(default_factory=set)
+    recipes_pending: bool = False
     lock: RunLock | None = None
     _by_key: dict[tuple[str, tuple[tuple[str, str], ...]], Job] = field(default_factory=dict)
 
@@ -227,6 +242,11 @@ class Plan:
         if job.name in self.must_run:
             return [*files, gate_path(job.name)]
         return [ancient(f) for f in files]
+
+    def recipes_inputs(self, ancient: Callable[[Any], Any]) -> list[Any]:
+        """The rule ``recipes``: a gate when DVC's stage ``recipes`` is not up to date (code or
+        params.yaml edited with no job's recipe changing), else nothing."""
+        return [GATE_DIR + "/recipes"] if self.active and self.recipes_pending else []
 
     def summary(self) -> str:
         if not self.must_run:
@@ -274,8 +294,11 @@ def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None) -> P
         quarantine_lock(root, damaged)
     verdicts = {j.name: state.verify(root, j, state.recipe_digest(root, j)) for j in jobs}
     pending = _read_pending(root)
+    recipes_ok = state.verify(root, RECIPES, "-").proven  # type: ignore[arg-type]
     if use_dvc:
-        if written or pending:
+        if pipeline.kind == "hub" and not pinned(pipeline.params["dataset"].get("revision")):
+            result.to_commit.add("recipes")  # DVC's stage is always_changed: the branch may move
+        if written or pending or not recipes_ok:
             result.to_commit.add("recipes")
         token = _lock_token(root)
         synced = _read_json(root / SYNC_FILE).get("lock")
@@ -298,6 +321,9 @@ def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None) -> P
                     verdicts[job.name] = state.Verdict(True)
             if "recipes" in changed:
                 result.to_commit.add("recipes")
+            elif not recipes_ok and not written:
+                state.write_made(root, RECIPES, "-")  # type: ignore[arg-type]
+                result.to_commit.discard("recipes")
     result.proven = {n for n, v in verdicts.items() if v.proven}
     unproven = [n for n, v in verdicts.items() if not v.proven]
     for name in downstream(jobs, unproven):
@@ -305,6 +331,11 @@ def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None) -> P
         result.must_run[name] = v.why if not v.proven else "an input is made again"
     for name in result.must_run:
         _touch(root / gate_path(name))
+    result.recipes_pending = use_dvc and "recipes" in result.to_commit
+    if result.recipes_pending:
+        _touch(root / GATE_DIR / "recipes")
+    elif not (root / RECIPES_DONE).exists():
+        _touch(root / RECIPES_DONE)
     return result
 
 
@@ -342,6 +373,8 @@ def record(pipeline: Pipeline, names: Iterable[str], lock: RunLock | None = None
     proc = run_dvc(root, "commit", "--force", "--quiet", *targets)
     if proc.returncode != 0:
         raise SabreError(f"dvc commit failed: {_why(proc)}")
+    if "recipes" in pending:
+        state.write_made(root, RECIPES, "-")  # type: ignore[arg-type]
     (root / PENDING_FILE).unlink(missing_ok=True)
     write_json(root / SYNC_FILE, {"lock": _lock_token(root)})
     return f"recorded {len(chosen)} jobs in dvc.lock (dvc commit)"
