@@ -89,7 +89,11 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(command_modules(sys.argv[1:] if argv is None else argv))
+    from .repro import jobrun
+
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_modules(words))
+    relaxed = jobrun.relax_required(parser, words)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -97,9 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        from .repro import jobrun
-
-        adopted = jobrun.adopt(parser, sys.argv[1:] if argv is None else argv, args)
+        adopted = jobrun.adopt(parser, words, args)
+        jobrun.check_required(parser, args, relaxed)
         code = int(args.func(args) or 0)
         if code == 0:
             jobrun.record(adopted)

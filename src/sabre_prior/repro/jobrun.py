@@ -77,6 +77,33 @@ def _under_outputs(root: Path, value: Any) -> bool:
     return bool(rel.parts) and rel.parts[0] in _OUTPUT_ROOTS
 
 
+def relax_required(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[tuple[str, str]]:
+    """For a stage's subcommand, its required options become optional (the declared job supplies
+    them: :func:`adopt`); returns ``(dest, option)`` of each, to check after :func:`adopt`."""
+    sub = next((a for a in argv if not a.startswith("-")), None)
+    from .pipeline import STAGES
+
+    if sub is None or not any(s.cmd.split()[1] == sub for s in STAGES):
+        return []
+    relaxed = []
+    for action in parser._subparsers._group_actions if parser._subparsers else []:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction) and sub in action.choices:  # noqa: SLF001
+            for a in action.choices[sub]._actions:  # noqa: SLF001
+                if a.required and a.option_strings:
+                    a.required = False
+                    relaxed.append((a.dest, a.option_strings[-1]))
+    return relaxed
+
+
+def check_required(parser: argparse.ArgumentParser, args: argparse.Namespace, relaxed: Sequence[tuple[str, str]]) -> None:
+    missing = [opt for dest, opt in relaxed if getattr(args, dest, None) is None]
+    if missing:
+        parser.error(
+            f"the following arguments are required: {', '.join(missing)} (they take the pipeline's values only "
+            f"when the other arguments name one of its jobs)"
+        )
+
+
 def adopt(parser: argparse.ArgumentParser, argv: Sequence[str], args: argparse.Namespace) -> Adopted | None:
     """Fill defaults from the declared job, refuse a degrading hand run; the job, or None."""
     root = _project_root()
