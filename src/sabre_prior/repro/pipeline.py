@@ -10,18 +10,15 @@ Path templates use ``{model}`` / ``{split}`` for the stage's own item and ``{*mo
 ``{*split}`` for "every model" / "every split": Snakemake expands the starred names into the
 files; DVC depends on (or tracks) the folder above the first starred name.
 
-What each tool sees of a stage:
-
-* DVC: the command, the data deps, the code (``code``: modules and packages of
-  ``sabre_prior``), exactly the params keys the stage reads (``params``).
-* Snakemake (mtime only, see ``profiles/default/config.yaml``): the data inputs, the code
-  files, and a small *stamp* per job (``.sabre/stamps/...``) holding the command and the values of
-  those params keys; :mod:`sabre_prior.repro.dagsync` rewrites a stamp only when its content changes.
+What each tool sees of a job: its data inputs and its *recipe* (``.sabre/recipes/...``,
+:meth:`Pipeline.recipe`: the command, the values of the settings it reads (``params``), the blob
+ids of the code its command imports). DVC depends on the recipe file instead of params and code
+files; Snakemake gets ``ancient()`` inputs or a gate from :mod:`sabre_prior.repro.dagsync`,
+which compares each job's made record with its recipe (docs/orchestration.md).
 
 Where the data comes from depends on ``dataset.source`` (:func:`source_kind`): the demo folder
 ``data/demo`` (stage ``demo_data``), the card and the split's folder of a local mirror, or for a
-hub id the split's files at the resolved revision (in the stamp for Snakemake; for DVC a pinned
-``dataset.revision`` or, unpinned, a fetch stage that always runs, its output kept while it runs).
+hub id the split's files at the resolved revision (their digest is in the fetch job's recipe).
 """
 
 from __future__ import annotations
@@ -515,8 +512,9 @@ _HEADER = """\
 # dataset.source changes kind).
 #
 # One stage per Snakemake rule, the same `sabre` command; foreach/matrix over params.yaml's
-# models and splits (adding a model needs no regeneration). Each stage depends on its code and
-# exactly the params it reads. Logs (results/logs/) are not outputs: they hold timings.
+# models and splits (adding a model needs no regeneration). Each stage depends on its data and
+# its recipe (.sabre/recipes/, written by the stage `recipes`: the command, the settings it reads,
+# the code it imports; docs/orchestration.md). Logs (results/logs/) are not outputs: they hold timings.
 """
 
 
