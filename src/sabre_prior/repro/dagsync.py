@@ -383,9 +383,14 @@ def record(pipeline: Pipeline, names: Iterable[str], lock: RunLock | None = None
 # ---------------------------------------------------------------------------
 # Snakefile hooks
 # ---------------------------------------------------------------------------
+#: Snakemake invocations that run no job: no plan, no lock (``sabre recover`` runs ``--unlock``).
+_NO_PLAN = ("--target-jobs", "--mode", "--unlock", "--lint", "--list-rules", "-l", "--cleanup-metadata")
+
+
 def _main_process() -> bool:
-    """Not a job step re-parsing the Snakefile (cluster executors run `snakemake --target-jobs ...`)."""
-    return "--target-jobs" not in sys.argv and "--mode" not in sys.argv
+    """Not a job step re-parsing the Snakefile (cluster executors run `snakemake --target-jobs ...`)
+    and not a command that runs no job."""
+    return not any(flag in sys.argv for flag in _NO_PLAN)
 
 
 def before_planning(params: Mapping[str, Any], root: Path | None = None) -> Plan:
@@ -436,6 +441,13 @@ def recover(pipeline: Pipeline) -> list[str]:
     lock = RunLock(root)
     lock.acquire()
     try:
+        if any((root / ".snakemake" / "locks").glob("*")):
+            # a killed Snakemake leaves its working-directory lock; no Snakemake runs now (we hold
+            # the run lock), so remove it the documented way ("--unlock", Snakemake's CLI reference)
+            exe = Path(sys.executable).parent / "snakemake"
+            subprocess.run([str(exe) if exe.is_file() else "snakemake", "--unlock"], cwd=root,
+                           capture_output=True, text=True, check=False)
+            lines.append("removed the lock a killed Snakemake left (snakemake --unlock)")
         gone = state.remove_temp_files(root)
         if gone:
             lines.append(f"removed {len(gone)} temp files left by a kill")
