@@ -28,7 +28,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import contracts as C
 from ..data.parquet import read_rows
@@ -103,33 +103,48 @@ def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None
             raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_ID!r} is duplicated")
         seen.add(qid)
     if split in C.PAIRED_SPLITS:
-        _check_pairs(rows, split, data_path)
+        group_pairs(rows, split, data_path)
 
 
-def _check_pairs(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
+def group_pairs(rows: Sequence[Mapping[str, Any]], split: str, source: Path | str) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """``pair_id -> {probe: row}`` of a paired split, in first-seen order, each pair checked.
+
+    The one pair grouping of the project: the data check of ``sabre evaluate``, its pair
+    metrics (:func:`split_metrics`) and the analysis' unit outcomes
+    (:func:`sabre_prior.analysis.traces.unit_outcomes`) all use it.  Rows are data rows or
+    trace lines (both name the fields ``id``, ``pair_id`` and ``probe``).  Every row needs a
+    pair id and one of the contract's probes, and every pair has each probe exactly once.
+    """
     probes = C.PROBES[split]
-    pairs: dict[str, set[str]] = {}
+    pairs: dict[str, dict[str, Mapping[str, Any]]] = {}
     for row in rows:
-        qid, probe, pair_id = row[C.COL_ID], row.get(C.COL_PROBE), row.get(C.COL_PAIR_ID)
+        qid, probe, pair_id = row.get(C.COL_ID), row.get(C.COL_PROBE), row.get(C.COL_PAIR_ID)
         if probe not in probes:
             raise DataError(
-                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r} is {probe!r}, "
+                f"{source}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r} is {probe!r}, "
                 f"expected one of {', '.join(probes)}"
             )
         if not isinstance(pair_id, str) or not pair_id:
-            raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PAIR_ID!r} is missing")
-        have = pairs.setdefault(pair_id, set())
+            raise DataError(f"{source}: split {split!r}, row {qid!r}: field {C.COL_PAIR_ID!r} is missing")
+        have = pairs.setdefault(pair_id, {})
         if probe in have:
             raise DataError(
-                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r}: {probe!r} repeated in pair {pair_id!r}"
+                f"{source}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r}: {probe!r} repeated in pair {pair_id!r}"
             )
-        have.add(probe)
+        have[probe] = row
     for pair_id, have in pairs.items():
         if len(have) != len(probes):
-            lacking = [p for p in probes if p not in have]
-            raise DataError(
-                f"{data_path}: split {split!r}, pair {pair_id!r}: field {C.COL_PROBE!r}: lacks {', '.join(lacking)}"
-            )
+            lacking = ", ".join(p for p in probes if p not in have)
+            raise DataError(f"{source}: split {split!r}, pair {pair_id!r}: lacks probe(s) {lacking} (field {C.COL_PROBE!r})")
+    return pairs
+
+
+def pair_correct(traces: Sequence[Mapping[str, Any]], split: str, source: Path | str = "trace") -> dict[str, bool]:
+    """``pair_id -> True`` when all of the pair's probes are correct (the paired splits' unit), first-seen order."""
+    return {
+        pair_id: all(bool(t["correct"]) for t in probes.values())
+        for pair_id, probes in group_pairs(traces, split, source).items()
+    }
 
 
 def trace_rows(
@@ -179,10 +194,9 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
             C.M_TOTAL: len(traces),
             C.M_MISSING: missing,
         }
-    pair_ok: dict[str, bool] = {}
+    pair_ok = pair_correct(traces, split)
     probe_hits: dict[str, list[int]] = {p: [0, 0] for p in C.PROBES[split]}
     for t in traces:
-        pair_ok[t["pair_id"]] = pair_ok.get(t["pair_id"], True) and t["correct"]
         probe_hits[t["probe"]][0] += t["correct"]
         probe_hits[t["probe"]][1] += 1
     pairs_correct = sum(pair_ok.values())
