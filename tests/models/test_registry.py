@@ -45,9 +45,35 @@ def test_schema_enum_and_per_backend_keys_come_from_the_registry() -> None:
 
 
 def test_the_schema_file_types_no_backend_list() -> None:
-    raw = yaml.safe_load(schema_path().read_text(encoding="utf-8"))["$defs"]["model"]
+    text = schema_path().read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)["$defs"]["model"]
     assert "enum" not in raw["properties"]["backend"]
-    assert not [r for r in raw["allOf"] if "propertyNames" in r.get("then", {})]
+    assert "allOf" not in raw, "the per-backend and batch rules are filled in from the registry"
+    # no backend or batch provider is named anywhere in the file (prose and comments included)
+    named = set(registry.names()) | set(registry.OPENAI_COMPATIBLE_BATCH)
+    words = set(re.findall(r"[a-z]+", text))
+    assert words & named == set()
+
+
+def test_batch_rules_of_the_schema_come_from_the_registry() -> None:
+    rules = load_schema()["$defs"]["model"]["allOf"]
+    assert rules[-len(registry.batch_schema_rules()):] == registry.batch_schema_rules()
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    ok = {"backend": "openai", "model_id": "m", "api_key_env": "K", "provider": "moonshot", "batch": True}
+    validate_params({**params, "models": {"m": ok}})
+    for bad, message in (
+        ({**ok, "provider": "xai"}, r"provider 'xai' does not document the OpenAI Files \+ Batches endpoints"),
+        ({"backend": "baseline", "strategy": "random", "batch": True}, "batch"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            validate_params({**params, "models": {"m": bad}})
+    # without the code's own check, the schema alone refuses them too
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema())
+    assert not list(validator.iter_errors({**params, "models": {"m": ok}}))
+    for bad in ({**ok, "provider": "xai"}, {**ok, "backend": "baseline", "strategy": "random"}):
+        assert list(validator.iter_errors({**params, "models": {"m": bad}}))
 
 
 def test_derived_lists() -> None:
