@@ -136,3 +136,29 @@ def test_schema_and_local_settings_agree_on_local_keys() -> None:
             validate_params({**params, "models": {"m": bad}})
         with pytest.raises(ConfigError, match="temperature"):
             local_common.LocalSettings.from_settings("m", bad)
+
+
+def test_protocol_and_provider_rules_live_on_the_backend_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sabre_prior.inference import outcomes
+    from sabre_prior.inference.models.anthropic_backend import AnthropicBackend
+
+    # no branch on a protocol or provider name outside the backend modules
+    for module in (outcomes, base):
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        assert not re.search(r"\b(protocol|provider)\s*(==|in)\s*[(\"']", source), module.__name__
+    blocked = {"type": "error", "error": {"type": "invalid_request_error", "message": "Output blocked by content filtering policy"}}
+    assert outcomes.classify_error("anthropic", 400, blocked).kind == "refusal"
+    assert outcomes.classify_error("openai", 400, blocked).kind == "bad_request", "the phrase is Anthropic's own"
+    monkeypatch.setattr(AnthropicBackend, "refusal_phrases", ())
+    assert outcomes.classify_error("anthropic", 400, blocked).kind == "bad_request", "read from the class"
+    retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}
+    quota = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota", "details": [retry_info]}}
+    assert outcomes.classify_error("gemini", 429, quota).retry_after == pytest.approx(37)
+    assert outcomes.classify_error("openai", 429, quota).retry_after is None, "RetryInfo is Gemini's own signal"
+    with pytest.raises(ValueError, match="not an API backend"):
+        outcomes.classify_error("baseline", 429, quota)
+    # every API class counts its own provider's images by a rule of its own
+    for name in registry.names("api"):
+        cls = base.backend_class(name)
+        assert cls.provider in cls.image_token_rules, name
+        assert cls.image_tokens(cls.provider, 1400, 939) != base.generic_image_tokens(1400, 939), name
