@@ -29,7 +29,7 @@ from typing import Any
 from .. import contracts as C
 from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
-from ..scoring.evaluate import group_pairs, pair_correct
+from ..scoring.pairs import group_pairs, pair_correct
 from .traces import Trace
 
 #: A fraction as a percent with one decimal (float rounding); '-' for unknown.
@@ -82,7 +82,7 @@ def classify_pair(split: str, answers: Mapping[str, str | None]) -> str:
 
 def pair_classes(rows: Sequence[Trace], split: str, source: str = "trace") -> dict[str, str]:
     """``{pair_id: class}`` in sorted pair order (pairs grouped and checked by the scoring's
-    :func:`~sabre_prior.scoring.evaluate.group_pairs`)."""
+    :func:`~sabre_prior.scoring.pairs.group_pairs`)."""
     groups = group_pairs(rows, split, source)
     correct = pair_correct(rows, split, source)
     out: dict[str, str] = {}

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import contracts as C
 from ..errors import DataError
-from ..scoring.evaluate import pair_correct
+from ..scoring.pairs import pair_correct
 
 Trace = dict[str, Any]
 
@@ -92,7 +92,7 @@ def unit_outcomes(rows: Sequence[Mapping[str, Any]], split: str, source: str = "
 
     Paired splits: a pair is correct only when all four of its probes are, and
     every pair must have exactly the four probes of the contract (both by
-    :func:`sabre_prior.scoring.evaluate.pair_correct`, the scoring's own rule).
+    :func:`sabre_prior.scoring.pairs.pair_correct`, the scoring's own rule).
     """
     if split in C.PAIRED_SPLITS:
         pairs = pair_correct(rows, split, source)

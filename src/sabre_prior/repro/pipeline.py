@@ -41,7 +41,7 @@ LOG_DIR = "results/logs"
 #: Code every ``sabre`` command imports: the core at the package's top level (config fills the
 #: params schema's backend lists from the registry, so every stage reads it).  A stage adds its own
 #: package and the modules it imports from other stages (``code=``).
-BASE_CODE = ("__init__", "cli", "cliargs", "config", "contracts", "errors", "io_utils", "registry", "resources")
+BASE_CODE = ("__init__", "cli", "cliargs", "config", "contracts", "errors", "io_utils", "options", "registry", "resources")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _STAR = re.compile(r"\{\*(model|split)\}")
@@ -121,7 +121,7 @@ STAGES: tuple[Stage, ...] = (
         deps=(),  # the source's data: see Pipeline.fetch_inputs / _dvc_fetch
         outs=(Out("data/parquet/{split}.parquet"),),
         params=("dataset.source", "dataset.revision"),
-        code=("data", "inference.prompts"),
+        code=("data",),
     ),
     Stage(
         "predict",
@@ -142,7 +142,7 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET, "results/usage/{model}/{*split}.json"),
         outs=(Out("results/metrics/{model}.json", kind="metric"), Out("results/traces/{model}/{*split}.jsonl")),
         params=("splits",),
-        code=("scoring", "data.parquet", "inference.prompts"),
+        code=("scoring", "data.parquet"),
     ),
     Stage(
         "intervals",
@@ -152,7 +152,7 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/traces/{model}/{*split}.jsonl", "results/metrics/{model}.json"),
         outs=(Out("results/intervals/{model}.json"),),
         params=("splits", *_BOOTSTRAP),
-        code=("analysis", "formatting"),
+        code=("analysis", "formatting", "scoring.pairs"),
     ),
     Stage(
         "tables",
@@ -191,7 +191,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/model_comparison.csv"),
         ),
         params=(*_AGG_PARAMS, *_BOOTSTRAP),
-        code=("analysis", "formatting"),
+        code=("analysis", "formatting", "scoring.pairs"),
     ),
     Stage(
         "diagnose",
@@ -207,7 +207,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis", "formatting", "data.parquet", "report.plotting"),
+        code=("analysis", "formatting", "data.parquet", "report.plotting", "scoring.pairs"),
     ),
     Stage(
         "paper_compare",
@@ -219,7 +219,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/paper_comparison.csv"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis", "formatting"),
+        code=("analysis", "formatting", "scoring.pairs"),
     ),
     Stage(
         "html_report",
@@ -240,7 +240,7 @@ STAGES: tuple[Stage, ...] = (
         ),
         outs=(Out("results/report/index.html"),),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
-        code=("analysis", "formatting", "data.parquet", "inference.prompts"),
+        code=("analysis", "formatting", "data.parquet", "scoring.pairs"),
     ),
     Stage(
         "manifest",

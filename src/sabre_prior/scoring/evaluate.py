@@ -28,13 +28,14 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from .. import contracts as C
 from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
 from ..io_utils import write_json, write_jsonl
 from .contract import resolve_eval_type, score
+from .pairs import group_pairs, pair_correct
 
 log = logging.getLogger(__name__)
 
@@ -104,47 +105,6 @@ def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None
         seen.add(qid)
     if split in C.PAIRED_SPLITS:
         group_pairs(rows, split, data_path)
-
-
-def group_pairs(rows: Sequence[Mapping[str, Any]], split: str, source: Path | str) -> dict[str, dict[str, Mapping[str, Any]]]:
-    """``pair_id -> {probe: row}`` of a paired split, in first-seen order, each pair checked.
-
-    The one pair grouping of the project: the data check of ``sabre evaluate``, its pair
-    metrics (:func:`split_metrics`) and the analysis' unit outcomes
-    (:func:`sabre_prior.analysis.traces.unit_outcomes`) all use it.  Rows are data rows or
-    trace lines (both name the fields ``id``, ``pair_id`` and ``probe``).  Every row needs a
-    pair id and one of the contract's probes, and every pair has each probe exactly once.
-    """
-    probes = C.PROBES[split]
-    pairs: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for row in rows:
-        qid, probe, pair_id = row.get(C.COL_ID), row.get(C.COL_PROBE), row.get(C.COL_PAIR_ID)
-        if probe not in probes:
-            raise DataError(
-                f"{source}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r} is {probe!r}, "
-                f"expected one of {', '.join(probes)}"
-            )
-        if not isinstance(pair_id, str) or not pair_id:
-            raise DataError(f"{source}: split {split!r}, row {qid!r}: field {C.COL_PAIR_ID!r} is missing")
-        have = pairs.setdefault(pair_id, {})
-        if probe in have:
-            raise DataError(
-                f"{source}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r}: {probe!r} repeated in pair {pair_id!r}"
-            )
-        have[probe] = row
-    for pair_id, have in pairs.items():
-        if len(have) != len(probes):
-            lacking = ", ".join(p for p in probes if p not in have)
-            raise DataError(f"{source}: split {split!r}, pair {pair_id!r}: lacks probe(s) {lacking} (field {C.COL_PROBE!r})")
-    return pairs
-
-
-def pair_correct(traces: Sequence[Mapping[str, Any]], split: str, source: Path | str = "trace") -> dict[str, bool]:
-    """``pair_id -> True`` when all of the pair's probes are correct (the paired splits' unit), first-seen order."""
-    return {
-        pair_id: all(bool(t["correct"]) for t in probes.values())
-        for pair_id, probes in group_pairs(traces, split, source).items()
-    }
 
 
 def trace_rows(
