@@ -32,6 +32,10 @@ from .errors import ConfigError
 
 Kind = Literal["offline", "api", "local"]
 
+#: Output-token limit per answer when a model sets no ``max_output_tokens`` (API and local models
+#: alike): the authors' screening client answers in at most 64 tokens.
+DEFAULT_MAX_OUTPUT_TOKENS = 64
+
 #: Keys every backend accepts in params.yaml (labels, prompt, job resources, the sent image).
 _COMMON: tuple[str, ...] = (
     "backend", "display_name", "paper_name", "provider", "prompt_template", "threads", "mem_mb", "runtime", "image",
@@ -47,7 +51,7 @@ _API: tuple[str, ...] = _COMMON + (
 #: Keys of the local backends (``inference.models.local_common.KNOWN_KEYS`` is made from them and the
 #: operational keys).  No ``temperature``: local decoding is greedy (``local_common.decoding_for``).
 _LOCAL: tuple[str, ...] = _COMMON + (
-    "model_id", "revision", "dtype", "device", "batch_size", "max_new_tokens", "gpus", "gpu_model",
+    "model_id", "revision", "dtype", "device", "batch_size", "max_output_tokens", "gpus", "gpu_model",
     "cuda_visible_devices", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
     "enforce_eager", "trust_remote_code", "allow_download", "load_format", "system_prompt", "processor_kwargs",
     "model_kwargs", "seed", "concurrency", "repetition_penalty", "chat_template",

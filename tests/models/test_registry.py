@@ -162,3 +162,17 @@ def test_protocol_and_provider_rules_live_on_the_backend_classes(monkeypatch: py
         cls = base.backend_class(name)
         assert cls.provider in cls.image_token_rules, name
         assert cls.image_tokens(cls.provider, 1400, 939) != base.generic_image_tokens(1400, 939), name
+
+
+def test_one_name_for_the_output_token_limit() -> None:
+    # API and local models read `max_output_tokens`; local models' old `max_new_tokens` is refused
+    for name in registry.names("api") + registry.names("local"):
+        assert "max_output_tokens" in registry.SPECS[name].settings and "max_new_tokens" not in registry.SPECS[name].settings
+    assert local_common.DEFAULT_MAX_NEW_TOKENS == registry.DEFAULT_MAX_OUTPUT_TOKENS
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    params["models"] = {"q": {"backend": "vllm", "model_id": "org/m", "max_new_tokens": 8}}
+    with pytest.raises(ConfigError, match=r"models\.q\.max_new_tokens: unknown key for backend 'vllm' \(did you mean 'max_output_tokens'\?\)"):
+        validate_params(params)
+    params["models"] = {"q": {"backend": "vllm", "model_id": "org/m", "max_output_tokens": 8}}
+    validate_params(params)
+    assert local_common.LocalSettings.from_settings("q", params["models"]["q"]).decoding.max_new_tokens == 8
