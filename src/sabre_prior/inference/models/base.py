@@ -137,6 +137,15 @@ def status_error(status: int, message: str, headers: Any = None) -> CallError:
     return CallError(text, retryable=False, status=status, kind="bad_request")
 
 
+#: Input tokens of one image (width, height in pixels) by a provider's documented rule.
+ImageTokenRule = Callable[[float, float], int]
+
+
+def generic_image_tokens(w: float, h: float) -> int:
+    """No documented rule found (xAI, Moonshot, local models): Anthropic-like, at least 85."""
+    return max(85, round(w * h / 750))
+
+
 class Backend:
     """Base class of all backends."""
 
@@ -240,15 +249,6 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
         "cuda_visible_devices",
     }
 )
-
-
-#: Input tokens of one image (width, height in pixels) by a provider's documented rule.
-ImageTokenRule = Callable[[float, float], int]
-
-
-def generic_image_tokens(w: float, h: float) -> int:
-    """No documented rule found (xAI, Moonshot, local models): Anthropic-like, at least 85."""
-    return max(85, round(w * h / 750))
 
 
 class MissingKeyError(BackendError):
