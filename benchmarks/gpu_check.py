@@ -245,7 +245,7 @@ def backend_settings(args: argparse.Namespace, backend: str, model_dir: str, dum
         "backend": backend,
         "model_id": model_dir,
         "dtype": args.dtype,
-        "max_new_tokens": args.max_new_tokens,
+        "max_output_tokens": args.max_new_tokens,
     }
     if dummy:
         common["load_format"] = "dummy"

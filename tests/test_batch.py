@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sabre_prior import registry
 from sabre_prior.inference import batch as B
 from sabre_prior.config import load_schema, validate_params
 from sabre_prior.errors import ConfigError, InferenceIncomplete
@@ -31,7 +32,8 @@ from tests.servers.fixtures import expected_answers, read_predictions
 
 KEY_ENV = "SABRE_BATCH_TEST_KEY"
 KEY = "sk-batch-test-9a8b7c"
-BACKENDS = ("openai", "anthropic", "gemini")
+#: the backends with a provider batch adapter in the one registry
+BACKENDS = tuple(spec.name for spec in registry.BACKENDS if spec.batch)
 N = 8
 PRICES = {"input_per_mtok": 2.0, "output_per_mtok": 8.0}
 

@@ -26,7 +26,7 @@ from sabre_prior.data.parquet import iter_rows
 from sabre_prior.data.demo import generate
 from sabre_prior.errors import AccessError, DataError
 from sabre_prior.data.fetch import explain_load_error, fetch_split, open_split, write_parquet
-from sabre_prior.inference.prompts import options_mapping
+from sabre_prior.options import options_mapping
 
 from layouts import LAYOUTS, write_layout, write_official_size_mirror
 

@@ -41,7 +41,7 @@ def test_backend_settings() -> None:
     args = gc.parse_args(["--max-pixels", "1003520", "--tensor-parallel-size", "2"])
     v = gc.backend_settings(args, "vllm", "/m", dummy=True)
     assert v["load_format"] == "dummy" and v["tensor_parallel_size"] == 2 and v["batch_size"] == 1000
-    assert v["processor_kwargs"] == {"max_pixels": 1003520} and v["max_new_tokens"] == 64
+    assert v["processor_kwargs"] == {"max_pixels": 1003520} and v["max_output_tokens"] == 64
     t = gc.backend_settings(args, "transformers", "/m", dummy=False)
     assert "load_format" not in t and t["batch_size"] == 16 and t["device"] == "auto"
 

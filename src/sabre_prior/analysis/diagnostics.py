@@ -29,6 +29,7 @@ from typing import Any
 from .. import contracts as C
 from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
+from ..scoring.pairs import group_pairs, pair_correct
 from .traces import Trace
 
 #: A fraction as a percent with one decimal (float rounding); '-' for unknown.
@@ -79,18 +80,16 @@ def classify_pair(split: str, answers: Mapping[str, str | None]) -> str:
     return "other"
 
 
-def pair_classes(rows: Sequence[Trace], split: str) -> dict[str, str]:
-    """``{pair_id: class}`` in sorted pair order."""
-    pairs: dict[str, dict[str, str | None]] = {}
-    correct: dict[str, bool] = {}
-    for row in rows:
-        pairs.setdefault(row["pair_id"], {})[row["probe"]] = _answer(row)
-        correct[row["pair_id"]] = correct.get(row["pair_id"], True) and bool(row["correct"])
+def pair_classes(rows: Sequence[Trace], split: str, source: str = "trace") -> dict[str, str]:
+    """``{pair_id: class}`` in sorted pair order (pairs grouped and checked by the scoring's
+    :func:`~sabre_prior.scoring.pairs.group_pairs`)."""
+    groups = group_pairs(rows, split, source)
+    correct = pair_correct(rows, split, source)
     out: dict[str, str] = {}
-    for pair_id in sorted(pairs):
-        cls = classify_pair(split, pairs[pair_id])
+    for pair_id in sorted(groups):
+        cls = classify_pair(split, {probe: _answer(row) for probe, row in groups[pair_id].items()})
         # the official verdict decides "all correct" (it agrees with the answers by construction)
-        if correct[pair_id] and len(pairs[pair_id]) == len(C.PROBES[split]):
+        if correct[pair_id]:
             cls = "all_correct"
         elif cls == "all_correct":
             cls = "other"

@@ -25,7 +25,7 @@ from ..config import display_name
 from ..data.parquet import image_mime, iter_rows
 from ..errors import DataError
 from ..io_utils import write_text
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
 from .intervals import read_intervals
 from .settings import AnalysisSettings
 from .traces import Trace, read_model_traces

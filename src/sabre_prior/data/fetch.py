@@ -13,7 +13,7 @@ also the official counts), then written to ``data/parquet/<split>.parquet``:
 * ``image`` holds the embedded file bytes (``{"bytes", "path"}`` with ``path`` the file's base
   name), so the file needs nothing else; ``datasets`` can load it back with its features;
 * ``options`` is stored as a letter-keyed mapping (from a list, a mapping, JSON text or texts
-  that carry their letter, :func:`sabre_prior.inference.prompts.options_mapping`);
+  that carry their letter, :func:`sabre_prior.options.options_mapping`);
 * written row group by row group (memory stays bounded), deterministically (same input,
   same bytes: no timestamps) and atomically (temporary file, then rename);
 * from a hub id, the schema metadata records the commit read and a digest of the split's files
@@ -393,14 +393,14 @@ def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
     """One form for every layout of a mirror, so that they all give the same Parquet.
 
     Columns in name order; ``options`` as a letter-keyed mapping (from a list, a mapping, JSON
-    text or lettered texts, :func:`~sabre_prior.inference.prompts.options_mapping`); contract text columns
+    text or lettered texts, :func:`~sabre_prior.options.options_mapping`); contract text columns
     as strings, every text column as ``string`` (a CSV gives ``large_string``); the ``huggingface`` schema metadata (features, the image as ``Image``) rebuilt.
     """
     import datasets
     import pyarrow.compute as pc
     from datasets.table import table_cast
 
-    from ..inference.prompts import options_mapping
+    from ..options import options_mapping
 
     feats = dict(features)
     if C.COL_OPTIONS in table.column_names:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import contracts as C
 from ..errors import DataError
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
 
 #: Scoring contracts the official evaluator knows (SPEC.md section 4).
 KNOWN_EVAL_TYPES: frozenset[str] = frozenset(

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import contracts as C
 from ..errors import DataError
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
 
 YES_NO = "yes_no_exact"
 COUNT = "count_exact"

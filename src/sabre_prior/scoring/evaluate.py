@@ -35,6 +35,7 @@ from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
 from ..io_utils import write_json, write_jsonl
 from .contract import resolve_eval_type, score
+from .pairs import group_pairs, pair_correct
 
 log = logging.getLogger(__name__)
 
@@ -103,33 +104,7 @@ def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None
             raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_ID!r} is duplicated")
         seen.add(qid)
     if split in C.PAIRED_SPLITS:
-        _check_pairs(rows, split, data_path)
-
-
-def _check_pairs(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
-    probes = C.PROBES[split]
-    pairs: dict[str, set[str]] = {}
-    for row in rows:
-        qid, probe, pair_id = row[C.COL_ID], row.get(C.COL_PROBE), row.get(C.COL_PAIR_ID)
-        if probe not in probes:
-            raise DataError(
-                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r} is {probe!r}, "
-                f"expected one of {', '.join(probes)}"
-            )
-        if not isinstance(pair_id, str) or not pair_id:
-            raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PAIR_ID!r} is missing")
-        have = pairs.setdefault(pair_id, set())
-        if probe in have:
-            raise DataError(
-                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r}: {probe!r} repeated in pair {pair_id!r}"
-            )
-        have.add(probe)
-    for pair_id, have in pairs.items():
-        if len(have) != len(probes):
-            lacking = [p for p in probes if p not in have]
-            raise DataError(
-                f"{data_path}: split {split!r}, pair {pair_id!r}: field {C.COL_PROBE!r}: lacks {', '.join(lacking)}"
-            )
+        group_pairs(rows, split, data_path)
 
 
 def trace_rows(
@@ -179,10 +154,9 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
             C.M_TOTAL: len(traces),
             C.M_MISSING: missing,
         }
-    pair_ok: dict[str, bool] = {}
+    pair_ok = pair_correct(traces, split)
     probe_hits: dict[str, list[int]] = {p: [0, 0] for p in C.PROBES[split]}
     for t in traces:
-        pair_ok[t["pair_id"]] = pair_ok.get(t["pair_id"], True) and t["correct"]
         probe_hits[t["probe"]][0] += t["correct"]
         probe_hits[t["probe"]][1] += 1
     pairs_correct = sum(pair_ok.values())
