@@ -42,29 +42,7 @@ def _p_check_config(sub: argparse._SubParsersAction) -> None:
 #: This module's own subcommands (the core's).
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_check_config]
 
-#: Subcommand -> the module (below ``sabre_prior``) whose ``REGISTRARS`` define it, in help order.
-COMMANDS: dict[str, str] = {
-    "check-config": "cli",
-    "demo-data": "data.commands",
-    "fetch": "data.commands",
-    "predict": "inference.commands",
-    "estimate": "inference.commands",
-    "batches": "inference.commands",
-    "evaluate": "scoring.commands",
-    "tables": "report.commands",
-    "figures": "report.commands",
-    "plot-data": "report.commands",
-    "intervals": "analysis.commands",
-    "compare": "analysis.commands",
-    "diagnose": "analysis.commands",
-    "paper-compare": "analysis.commands",
-    "report": "analysis.commands",
-    "manifest": "repro.commands",
-    "dvc-yaml": "repro.commands",
-    "recipes": "repro.commands",
-    "recover": "repro.commands",
-    "status": "repro.commands",
-}
+from .commandmap import COMMANDS  # noqa: E402  (subcommand -> its module; the pipeline's declaration reads it too)
 
 
 def command_modules(argv: Sequence[str]) -> list[str]:

@@ -453,7 +453,7 @@ class Pipeline:
     def code_start(self, job: Job) -> list[str]:
         """The modules the job's command imports first: the CLI, the subcommand's module, and for a
         model's job its backend (reached only through the registry's ``"module:Class"`` strings)."""
-        from ..cli import COMMANDS
+        from ..commandmap import COMMANDS
 
         sub = job.command.split()[1]
         start = ["sabre_prior.cli", f"sabre_prior.{COMMANDS[sub]}"]
