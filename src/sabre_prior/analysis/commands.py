@@ -103,15 +103,20 @@ def _p_compare(sub: _Sub) -> None:
 
 # ---------------------------------------------------------------------------
 def _diagnose(args: argparse.Namespace) -> int:
-    from ..data.parquet import read_rows
+    from ..data.parquet import data_identity, read_rows
+    from ..report.style import model_styles
     from .diagnostics import model_diagnostics, write_diagnostics
     from .traces import read_model_traces
 
     params, _ = _load(args)
     splits = params["splits"]
+    identity = data_identity(Path(args.data), splits)  # what the Parquet splits record, not params.yaml
     data = {s: read_rows(Path(args.data) / f"{s}.parquet") for s in splits if s in ("attribute", "language")}
     diag = {m: model_diagnostics(read_model_traces(Path(args.traces_dir) / m, splits), data) for m in params["models"]}
-    for path in write_diagnostics(diag, _names(params), args.tables_dir, args.figures_dir, args.json):
+    written = write_diagnostics(
+        diag, _names(params), args.tables_dir, args.figures_dir, args.json, identity.label, model_styles(params["models"])
+    )
+    for path in written:
         print(path)
     return 0
 
