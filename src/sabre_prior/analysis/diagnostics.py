@@ -381,7 +381,7 @@ def draw_pair_outcomes(
     from matplotlib.patches import Rectangle
 
     from ..report.plotting import plt, save_figure, style
-    from ..report.style import model_styles, n_text
+    from ..report.style import model_styles, n_text, score_text
 
     models = list(diag)
     styles = styles if styles is not None else model_styles(models)
@@ -408,8 +408,8 @@ def draw_pair_outcomes(
                                edgecolor="white", linewidth=0.5)  # fmt: skip
                 for bar, share in zip(bars, shares, strict=True):
                     if share >= 7.0:
-                        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{share:.0f}",
-                                ha="center", va="center", fontsize=7)  # fmt: skip
+                        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2,
+                                score_text(share / 100), ha="center", va="center", fontsize=7)  # fmt: skip
                 left = [a + b for a, b in zip(left, shares, strict=True)]
             for y, key in enumerate(keys):  # the model's own colour, as in the accuracy figures
                 st = styles[key]
@@ -420,7 +420,7 @@ def draw_pair_outcomes(
             ax.set_xlim(0, 100)
             ns = {e["pairs"] for e in rows if e}
             n_part = f" ({n_text(ns.pop(), True)})" if len(ns) == 1 else ""
-            ax.set_title(f"{split.capitalize()}{n_part}: outcome of each pair's four probes", loc="left")
+            ax.set_title(f"{split.capitalize()}{n_part}", loc="left", fontweight="bold")
             ax.set_xlabel("Share of pairs (%)")
         if splits:
             handles, labels = axes[0][0].get_legend_handles_labels()

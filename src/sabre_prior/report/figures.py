@@ -57,13 +57,13 @@ def figure_title(main: str, data: DataIdentity, width_in: float) -> str:
 
 
 def interval_note(results: Sequence[ModelResults]) -> str:
-    """``error bars: 95% bootstrap confidence interval (2000 resamples)``, from the intervals' own settings."""
+    """``error bars: 95% bootstrap confidence interval, 2000 resamples``, from the intervals' own settings."""
     settings = {r.interval_settings for r in results if r.interval_settings is not None}
     if len(settings) != 1:
         return "error bars: bootstrap confidence interval" if settings else ""
     s = settings.pop()
     level = f"{s.confidence * 100:g}%"
-    extra = f" ({s.resamples} resamples)" if s.resamples is not None else ""
+    extra = f", {s.resamples} resamples" if s.resamples is not None else ""
     return f"error bars: {level} bootstrap confidence interval{extra}"
 
 
@@ -187,7 +187,7 @@ def _legend(fig: Any, results: Sequence[ModelResults], styles: Mapping[str, styl
         loc="outside lower center",
         ncols=legend_columns(names, width_in),
         frameon=False,
-        title="Model" + (f" ({note})" if note else ""),
+        title="Model" + (f"; {note}" if note else ""),
         title_fontsize=8,
     )
 
