@@ -50,17 +50,17 @@ def _intervals(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else C.intervals_path(args.model)
     metrics = None if args.no_metrics_check else (Path(args.metrics) if args.metrics else C.metrics_path(args.model))
     iv = write_model_intervals(trace_dir, output, params["splits"], settings, metrics)
-    cells = " ".join(f"{s}={_interval_text(iv[s], 0)}" for s in params["splits"])
-    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO], 1)} -> {output}")
+    cells = " ".join(f"{s}={_interval_text(iv[s])}" for s in params["splits"])
+    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO])} -> {output}")
     return 0
 
 
-def _interval_text(entry: dict[str, Any], decimals: int) -> str:
-    """``40 [31, 50]``: one entry of an intervals file in percent (float rounding)."""
-    from ..formatting import format_interval
+def _interval_text(entry: dict[str, Any]) -> str:
+    """``40.0 [31.0, 50.0]``: one entry of an intervals file in percent, rounded as every score is (report.style)."""
+    from ..report.style import score_text
 
-    values = (float(entry[k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
-    return format_interval(*values, decimals, rounding="float")
+    est, low, high = (score_text(float(entry[k])) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
+    return f"{est} [{low}, {high}]"
 
 
 def _p_intervals(sub: _Sub) -> None:
