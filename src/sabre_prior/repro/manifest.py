@@ -240,6 +240,7 @@ def build_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path,
     backends = {str(s.get("backend")) for s in (params.get("models") or {}).values()}
     packages = list(CORE_PACKAGES) + [p for b in sorted(backends) for p in BACKEND_PACKAGES.get(b, ())]
     splits = list(params.get("splits") or C.SPLITS)
+    data = {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits}
     return {
         "schema_version": SCHEMA_VERSION,
         "code": code_ids(root),
@@ -247,7 +248,7 @@ def build_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path,
         "params": {"path": params_path.name, "sha256": sha256_file(params_path)},
         # what the Parquet files say they were read from (the fetch step's record), not params.yaml
         "dataset": _dataset_entry(data_identity(data_dir, splits)),
-        "data": {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits},
+        "data": data,
         "models": model_entries(params),
     }
 
