@@ -195,7 +195,7 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             assert colours == [model_style(i).color for i in range(5)]
             # the data named is what the Parquet files record (params.yaml says demo)
             intro = page.inner_text("#overview-intro")
-            assert intro.startswith(f"Data: local copy {SOURCE} ({SOURCE}); SHA-256 of the Parquet splits read: context ")
+            assert intro.startswith(f"Data: local copy {SOURCE}; SHA-256 of the Parquet splits read: context ")
             assert "embedded demo" not in intro
             # figures: every one shown, captioned by what it shows (not its file name)
             captions = page.locator("#figures figcaption").all_inner_texts()

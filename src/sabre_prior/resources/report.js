@@ -49,7 +49,7 @@
 
   function dataLine() {
     const d = D.data, digests = D.splits.map((s) => `${s} ${(d.splits[s] || {}).sha256 ? d.splits[s].sha256.slice(0, 12) : "?"}`);
-    return `Data: ${d.label}` + (d.kind === "hub" ? "" : ` (${d.source})`) + (d.revision ? `, revision ${d.revision}` : "") +
+    return `Data: ${d.label}` + (d.kind === "demo" ? ` (${d.source})` : "") + (d.revision ? `, revision ${d.revision}` : "") +
       `; SHA-256 of the Parquet splits read: ${digests.join(", ")}.`;
   }
 
