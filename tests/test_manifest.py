@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from dvc_helpers import GIT_ID
 
+from sabre_prior.data.parquet import identity_metadata
 from sabre_prior.repro import manifest as M
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError
@@ -79,7 +80,9 @@ def test_code_ids_change_with_the_code_and_find_the_commit(code_repo: Path) -> N
 
 def _parquet(path: Path, n: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"id": [f"q{i}" for i in range(n)], "answer": ["yes"] * n}), path)
+    table = pa.table({"id": [f"q{i}" for i in range(n)], "answer": ["yes"] * n})
+    # fetched from a local copy: the schema metadata the fetch step writes (data.parquet.identity_metadata)
+    pq.write_table(table.replace_schema_metadata(identity_metadata("./mirror", "local")), path)
 
 
 @pytest.fixture
@@ -103,6 +106,8 @@ def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir:
     assert m["params"]["sha256"] == hashlib.sha256((run_dir / "params.yaml").read_bytes()).hexdigest()
     assert m["data"]["context"]["rows"] == 4 and m["data"]["attribute"]["rows"] == 3
     assert m["data"]["context"]["columns"] == ["id", "answer"]
+    # the data's identity is what the Parquet files record; params.yaml says demo
+    assert m["dataset"] == {"source": "./mirror", "kind": "local", "revision": None}
     assert m["data"]["context"]["sha256"] == hashlib.sha256((run_dir / "data/parquet/context.parquet").read_bytes()).hexdigest()
     decoding = m["models"]["gpt"].pop("decoding")  # what the API model is asked for, as sent
     assert decoding["temperature"] == 0.0 and decoding["max_output_tokens"] == 64

@@ -50,17 +50,17 @@ def _intervals(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else C.intervals_path(args.model)
     metrics = None if args.no_metrics_check else (Path(args.metrics) if args.metrics else C.metrics_path(args.model))
     iv = write_model_intervals(trace_dir, output, params["splits"], settings, metrics)
-    cells = " ".join(f"{s}={_interval_text(iv[s], 0)}" for s in params["splits"])
-    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO], 1)} -> {output}")
+    cells = " ".join(f"{s}={_interval_text(iv[s])}" for s in params["splits"])
+    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO])} -> {output}")
     return 0
 
 
-def _interval_text(entry: dict[str, Any], decimals: int) -> str:
-    """``40 [31, 50]``: one entry of an intervals file in percent (float rounding)."""
-    from ..formatting import format_interval
+def _interval_text(entry: dict[str, Any]) -> str:
+    """``40.0 [31.0, 50.0]``: one entry of an intervals file in percent, rounded as every score is (report.style)."""
+    from ..report.style import score_text
 
-    values = (float(entry[k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
-    return format_interval(*values, decimals, rounding="float")
+    est, low, high = (score_text(float(entry[k])) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
+    return f"{est} [{low}, {high}]"
 
 
 def _p_intervals(sub: _Sub) -> None:
@@ -103,15 +103,20 @@ def _p_compare(sub: _Sub) -> None:
 
 # ---------------------------------------------------------------------------
 def _diagnose(args: argparse.Namespace) -> int:
-    from ..data.parquet import read_rows
+    from ..data.parquet import data_identity, read_rows
+    from ..report.style import model_styles
     from .diagnostics import model_diagnostics, write_diagnostics
     from .traces import read_model_traces
 
     params, _ = _load(args)
     splits = params["splits"]
+    identity = data_identity(Path(args.data), splits)  # what the Parquet splits record, not params.yaml
     data = {s: read_rows(Path(args.data) / f"{s}.parquet") for s in splits if s in ("attribute", "language")}
     diag = {m: model_diagnostics(read_model_traces(Path(args.traces_dir) / m, splits), data) for m in params["models"]}
-    for path in write_diagnostics(diag, _names(params), args.tables_dir, args.figures_dir, args.json):
+    written = write_diagnostics(
+        diag, _names(params), args.tables_dir, args.figures_dir, args.json, identity.label, model_styles(params["models"])
+    )
+    for path in written:
         print(path)
     return 0
 

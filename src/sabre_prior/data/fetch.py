@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from .. import contracts as C
 from ..errors import AccessError, DataError, SabreError
 from ..io_utils import atomic_writer
+from .parquet import FILES_KEY, REVISION_KEY, identity_metadata
 from .validate import validate_split
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -429,8 +430,6 @@ def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
     return table_cast(table.select(order), ordered.arrow_schema)
 
 
-#: Parquet schema metadata key holding the hub commit a split was read from.
-REVISION_KEY = b"sabre_hub_revision"
 
 
 def resolve_revision(source: str, revision: str | None) -> str:
@@ -438,8 +437,6 @@ def resolve_revision(source: str, revision: str | None) -> str:
     return hub_files(source, revision, ())[0]
 
 
-#: Parquet schema metadata key holding a digest of the hub files a split was read from.
-FILES_KEY = b"sabre_hub_files"
 
 
 def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -528,9 +525,10 @@ def fetch_split(
         recorded = _recorded_commit(Path(output), files) or resolved
     with open_split(source, split, resolved or revision, local=local) as ds:
         table = canonical_table(_arrow_table(ds), ds.features, split)
-        if recorded and files:
-            meta_in = dict(table.schema.metadata or {})
-            table = table.replace_schema_metadata({**meta_in, REVISION_KEY: recorded.encode(), FILES_KEY: files.encode()})
+        # where the rows were read, for every output that names its data (data.parquet.data_identity)
+        kind = "hub" if not local else ("demo" if is_demo_copy(source, local) else "local")
+        identity = identity_metadata(source, kind, recorded if recorded and files else None, files)
+        table = table.replace_schema_metadata({**dict(table.schema.metadata or {}), **identity})
         columns = table.column_names
         meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
         rows: list[dict[str, Any]] = meta.to_pylist()

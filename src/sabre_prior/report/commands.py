@@ -25,13 +25,22 @@ def _add_intervals_dir(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_data(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data",
+        default=C.PARQUET_DIR,
+        help=f"directory of the <split>.parquet files the results were computed from; the data source shown "
+        f"is what they record (default: {C.PARQUET_DIR})",
+    )
+
+
 def _tables(args: argparse.Namespace) -> int:
     from ..config import load_params
     from .tables import write_main_tables
 
     params = load_params(args.params)
     intervals = Path(args.intervals_dir) if args.intervals_dir else None
-    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals)
+    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals, data_dir=Path(args.data))
     for path in paths:
         print(path)
     return 0
@@ -42,6 +51,7 @@ def _p_tables(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics-dir", default=C.METRICS_DIR)
     p.add_argument("--outdir", default=C.TABLES_DIR)
     _add_intervals_dir(p)
+    _add_data(p)
     add_params(p)
     p.set_defaults(func=_tables)
 
@@ -52,7 +62,7 @@ def _figures(args: argparse.Namespace) -> int:
 
     params = load_params(args.params)
     intervals = Path(args.intervals_dir) if args.intervals_dir else None
-    paths = write_figures(params, Path(args.metrics_dir), Path(args.outdir), intervals)
+    paths = write_figures(params, Path(args.metrics_dir), Path(args.outdir), intervals, data_dir=Path(args.data))
     for path in paths:
         print(path)
     return 0
@@ -63,6 +73,7 @@ def _p_figures(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics-dir", default=C.METRICS_DIR)
     p.add_argument("--outdir", default=C.FIGURES_DIR)
     _add_intervals_dir(p)
+    _add_data(p)
     add_params(p)
     p.set_defaults(func=_figures)
 

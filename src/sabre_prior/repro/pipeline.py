@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import contracts as C
+from ..report.style import caption_path
 
 PACKAGE_DIR = "src/sabre_prior"
 STAMP_DIR = ".sabre/recipes"  # one recipe per job (sabre_prior.repro.state)
@@ -143,27 +144,29 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "tables",
         (),
-        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/tables",
-        deps=(_METRICS, _INTERVALS),
+        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet"
+        " --outdir results/tables",
+        deps=(_METRICS, _INTERVALS, _PARQUET),
         outs=(
             Out("results/tables/main_results.md", report=("Tables", "Main results")),
             Out("results/tables/main_results.csv", report=("Tables", "Main results")),
             Out("results/tables/main_results.tex"),
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
         ),
-        params=(*_AGG_PARAMS, "dataset.source"),
+        params=_AGG_PARAMS,  # the data source shown is what the Parquet files record
     ),
     Stage(
         "figures",
         (),
-        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/figures",
-        deps=(_METRICS, _INTERVALS),
+        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet"
+        " --outdir results/figures",
+        deps=(_METRICS, _INTERVALS, _PARQUET),
         outs=tuple(
             Out(f"results/figures/{fig}.{ext}", report=("Figures", "Accuracy") if ext == "png" else None)
             for fig in FIGURES
             for ext in ("png", "pdf")
         ),
-        params=(*_AGG_PARAMS, "dataset.source"),
+        params=_AGG_PARAMS,  # the data source shown is what the Parquet files record
     ),
     Stage(
         "compare",
@@ -190,6 +193,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=_AGG_PARAMS,
+
     ),
     Stage(
         "paper_compare",
@@ -220,7 +224,7 @@ STAGES: tuple[Stage, ...] = (
             *(f"results/figures/{fig}.png" for fig in REPORT_FIGURES),
         ),
         outs=(Out("results/report/index.html"),),
-        params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
+        params=(*_AGG_PARAMS, "analysis.report"),  # the data source shown is what the Parquet files record
     ),
     Stage(
         "manifest",
@@ -495,8 +499,9 @@ def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] 
     out: list[Any] = []
     for o in stage.outs:
         for path in expand_star(o.path, pipeline.values()):
-            if o.report and report is not None:
-                out.append(report(path, category=o.report[0], subcategory=o.report[1]))
+            if o.report and report is not None:  # captioned by the same text as the HTML report's
+                caption = str(caption_path(Path(path).stem))
+                out.append(report(path, caption=caption, category=o.report[0], subcategory=o.report[1]))
             else:
                 out.append(path)
     return out
