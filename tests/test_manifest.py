@@ -1,4 +1,4 @@
-"""The run manifest: content-derived code ids (equal to git's), package versions, params/data hashes, models."""
+"""The run manifest (package versions, data hashes and identity, models) and the git ids that find a result's commit."""
 
 from __future__ import annotations
 
@@ -103,7 +103,9 @@ def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir:
     M.write_manifest(*args, out2, run_dir)
     assert out1.read_bytes() == out2.read_bytes()
     assert json.loads(out1.read_text()) == m
-    assert m["params"]["sha256"] == hashlib.sha256((run_dir / "params.yaml").read_bytes()).hexdigest()
+    # no params hash and no code ids: the manifest changes only when what it describes does (a code
+    # edit that leaves every output alone changes no output); the code a job ran is in its recipe
+    assert "params" not in m and "code" not in m
     assert m["data"]["context"]["rows"] == 4 and m["data"]["attribute"]["rows"] == 3
     assert m["data"]["context"]["columns"] == ["id", "answer"]
     # the data's identity is what the Parquet files record; params.yaml says demo
@@ -115,20 +117,20 @@ def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir:
         "gpt": {"backend": "openai", "model_id": "gpt-x-2026"},
         "rand": {"backend": "baseline", "model_id": "baseline/random"},
     }
-    assert set(m["code"]) == {"src/sabre_prior"}
     assert m["packages"]["python"] and m["packages"]["pyarrow"] == pa.__version__
     assert "openai" in m["packages"]  # the backend a configured model uses
     assert "torch" not in m["packages"]  # ... and not one no model uses
     assert "commit" not in json.dumps(m)  # the commit goes to the log only (see the module docstring)
 
 
-def test_manifest_changes_with_params_and_data(run_dir: Path) -> None:
+def test_manifest_changes_with_models_and_data_and_not_with_params_comments(run_dir: Path) -> None:
     args = (PARAMS, run_dir / "params.yaml", run_dir / "data" / "parquet")
     first = M.build_manifest(*args, run_dir)
     (run_dir / "params.yaml").write_text("dataset: {source: demo}  # edited\n")
+    assert M.build_manifest(*args, run_dir) == first
+    assert M.build_manifest(dict(PARAMS, models={"rand": PARAMS["models"]["rand"]}), *args[1:], run_dir) != first
     _parquet(run_dir / "data" / "parquet" / "attribute.parquet", 5)
     second = M.build_manifest(*args, run_dir)
-    assert first["params"] != second["params"]
     assert first["data"]["attribute"] != second["data"]["attribute"]
     assert first["data"]["context"] == second["data"]["context"]
 

@@ -3,14 +3,10 @@
 It records, deterministically (the same inputs give the same bytes, so DVC can
 track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 
-* ``code``: for each code path (the package, the Snakefile, ``workflow/``) its **git object id**, computed from the working tree's content:
-  what ``git rev-parse <commit>:<path>`` prints for a commit holding that code.
-  This identifies the git commit(s) of the code (``sabre manifest --find-commits``
-  lists them) without storing ``HEAD`` itself: the commit that will hold a
-  result's ``dvc.lock`` does not exist yet when the result is made, and a stored
-  ``HEAD`` would make two runs of identical code differ, so a rebuild could never
-  match the committed ``dvc.lock``.  ``sabre manifest`` prints ``HEAD`` (and
-  whether the code at ``HEAD`` is exactly this code) into its log instead.
+* no code ids and no hash of ``params.yaml``: a code edit or a comment in params.yaml that leaves
+  every output alone leaves the manifest alone too. The code each job ran is in its recipe
+  (``.sabre/recipes/``: git blob ids), so ``sabre manifest --find-commits`` lists the commits
+  holding exactly that code; the commit checked out during the run is in the manifest's log.
 * ``packages``: versions of Python and of the packages the configured models use.
 * ``params``: SHA-256 of ``params.yaml`` as a file.
 * ``dataset``: the source (and its kind and hub revision) the Parquet splits record that they were read
