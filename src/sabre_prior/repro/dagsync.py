@@ -155,8 +155,17 @@ def lock_damage(root: Path) -> str | None:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         return f"dvc.lock is not valid YAML ({str(exc).splitlines()[0]})"
-    if not isinstance(data, dict) or not isinstance(data.get("stages", {}), dict):
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
         return "dvc.lock does not hold DVC's stages"
+    # a rewrite cut short can still be YAML: every entry must be whole (DVC's lock layout,
+    # https://dvc.org/doc/user-guide/project-structure/dvcyaml-files#dvclock-file)
+    for name, entry in data["stages"].items():
+        if not isinstance(entry, dict) or "cmd" not in entry:
+            return f"dvc.lock's entry for {name} is cut short"
+        for kind in ("deps", "outs"):
+            items = entry.get(kind, [])
+            if not isinstance(items, list) or any(not isinstance(i, dict) or "path" not in i or "md5" not in i for i in items):
+                return f"dvc.lock's {kind} of {name} are cut short"
     return None
 
 
