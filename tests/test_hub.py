@@ -148,7 +148,7 @@ def test_a_pinned_commit_leaves_both_tools_clean(hub: tuple[FakeHub, Path, str],
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     params["dataset"]["revision"] = first
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    run([str(BIN / "sabre"), "dvc-yaml"], project)  # a commit needs no always_changed
+    run([str(BIN / "sabre"), "generate"], project)  # a commit needs no always_changed
     assert "always_changed" not in (project / "dvc.yaml").read_text()
     before = parquet_bytes(project)
     ran = dvc_ran(out(dvc(project, "repro")))  # the stages that read dataset.revision

@@ -51,9 +51,9 @@ def test_committed_dvc_yaml_is_fresh() -> None:
     """CI's freshness check: regenerate dvc.yaml from the declaration and compare with the committed file."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     assert (ROOT / "dvc.yaml").read_text(encoding="utf-8") == render_dvc_yaml(Pipeline(params, ROOT)), (
-        "dvc.yaml is stale: run `sabre dvc-yaml` and commit it"
+        "dvc.yaml is stale: run `sabre generate` and commit it"
     )
-    proc = subprocess.run([str(BIN / "sabre"), "dvc-yaml", "--check"], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -79,8 +79,8 @@ def test_dvc_yaml_check_catches_an_edited_dvc_yaml(project: Path, tmp_path: Path
     shutil.copytree(project, other, symlinks=True)
     text = (other / "dvc.yaml").read_text(encoding="utf-8")
     (other / "dvc.yaml").write_text(text.replace("--outdir results/tables >", "--outdir results/tables --x >", 1))
-    proc = subprocess.run([str(BIN / "sabre"), "dvc-yaml", "--check"], cwd=other, capture_output=True, text=True, check=False)
-    assert proc.returncode == 1 and "run `sabre dvc-yaml`" in proc.stderr
+    proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=other, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "run `sabre generate`" in proc.stderr
 
 
 def test_adding_a_model_needs_no_regeneration(project: Path, tmp_path: Path) -> None:

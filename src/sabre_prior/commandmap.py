@@ -19,7 +19,7 @@ COMMANDS: dict[str, str] = {
     "paper-compare": "analysis.commands",
     "report": "analysis.commands",
     "manifest": "repro.commands",
-    "dvc-yaml": "repro.commands",
+    "generate": "repro.commands",
     "recipes": "repro.commands",
     "recover": "repro.commands",
     "status": "repro.commands",

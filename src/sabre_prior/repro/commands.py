@@ -1,4 +1,4 @@
-"""``sabre`` subcommands for reproducibility: ``manifest``, ``dvc-yaml``, ``recipes``, ``recover``, ``status``.
+"""``sabre`` subcommands for reproducibility: ``manifest``, ``generate``, ``recipes``, ``recover``, ``status``.
 
 Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).
 """
@@ -77,29 +77,36 @@ def _pipeline(args: argparse.Namespace) -> "Pipeline":
     return Pipeline(load_params(args.params), Path("."))
 
 
-def _dvc_yaml(args: argparse.Namespace) -> int:
-    from .pipeline import DVC_YAML, dvc_yaml_is_fresh, write_dvc_yaml
+def _generate(args: argparse.Namespace) -> int:
+    from .pipeline import DVC_YAML, render_dvc_yaml
+    from .rules import render_rules
 
     pipeline = _pipeline(args)
+    wanted = {DVC_YAML: render_dvc_yaml(pipeline), **render_rules()}
+    stale = [p for p, text in wanted.items() if not Path(p).is_file() or Path(p).read_text(encoding="utf-8") != text]
     if args.check:
-        if dvc_yaml_is_fresh(pipeline):
-            print(f"{DVC_YAML} is up to date with the declaration")
-            return 0
-        print(f"{DVC_YAML} differs from the declaration: run `sabre dvc-yaml`", file=sys.stderr)
-        return 1
-    changed = write_dvc_yaml(pipeline)
-    print(f"{DVC_YAML} {'written' if changed else 'unchanged'} ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
+        if stale:
+            print(f"{', '.join(stale)} differ from the declaration: run `sabre generate`", file=sys.stderr)
+            return 1
+        print(f"{DVC_YAML} and the rule files are up to date with the declaration")
+        return 0
+    from ..io_utils import atomic_writer
+
+    for path in stale:
+        with atomic_writer(path) as fh:
+            fh.write(wanted[path])
+    print(f"{len(stale)} of {len(wanted)} files written ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
     return 0
 
 
-def _p_dvc_yaml(sub: argparse._SubParsersAction) -> None:
+def _p_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "dvc-yaml",
-        help="generate dvc.yaml from the pipeline's declaration (sabre_prior.repro.pipeline) and params.yaml's dataset",
+        "generate",
+        help="write dvc.yaml and workflow/rules/*.smk from the pipeline's declaration (sabre_prior.repro.pipeline)",
     )
-    p.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from a fresh rendering")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file differs from a fresh rendering")
     add_params(p)
-    p.set_defaults(func=_dvc_yaml)
+    p.set_defaults(func=_generate)
 
 
 def _recipes(args: argparse.Namespace) -> int:
@@ -183,4 +190,4 @@ def _p_status(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_status)
 
 
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_dvc_yaml, _p_recipes, _p_recover, _p_status]
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_generate, _p_recipes, _p_recover, _p_status]
