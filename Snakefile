@@ -8,6 +8,13 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# read first by sabre_prior.config: an invalid or tab-indented file, or a key given twice, is an
+# error naming the file and line (Snakemake's own reading says neither, and keeps the last duplicate)
+from sabre_prior.config import read_params_file
+
+read_params_file("params.yaml")
+
+
 configfile: "params.yaml"
 
 

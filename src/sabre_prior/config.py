@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -59,6 +60,19 @@ def _unknown_keys(err: Any) -> list[tuple[str, list[str]]]:
     return []
 
 
+def _without_backend(params: Mapping[str, Any]) -> set[str]:
+    """Models whose ``backend`` is missing or unknown: the per-backend rules say nothing true about them."""
+    from . import registry
+
+    models = params.get("models") if isinstance(params, Mapping) else None
+    if not isinstance(models, Mapping):
+        return set()
+    return {
+        str(name) for name, m in models.items()
+        if isinstance(m, Mapping) and str(m.get("backend")) not in registry.names()
+    }  # fmt: skip
+
+
 def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> None:
     """Validate against the schema; raise :class:`ConfigError` naming every bad field.
 
@@ -70,6 +84,14 @@ def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> N
 
     validator = jsonschema.Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    # a model without a (known) backend: only that is reported for it, not the keys of every
+    # backend's rule (an `if backend == ...` rule holds vacuously when `backend` is absent)
+    no_backend = _without_backend(params)
+    errors = [
+        e for e in errors
+        if not (len(e.absolute_path) >= 2 and e.absolute_path[0] == "models" and str(e.absolute_path[1]) in no_backend
+                and "allOf" in e.absolute_schema_path)
+    ]  # fmt: skip
     from . import registry  # `batch: true` only where a provider batch API is documented
 
     registry.check_params(params, source)  # before the schema's errors: a clearer message for `batch`
@@ -89,6 +111,88 @@ def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> N
             lines[field] = f"{field}: unknown key{scope}{closest(key, valid)}; valid keys here: {', '.join(sorted(valid))}"
     if lines:
         raise ConfigError("\n".join([f"{source}: invalid configuration:", *(f"  - {v}" for v in lines.values())]))
+    check_settings(params, source)
+
+
+#: A Hugging Face repo id (``org/name`` or ``name``), as the hub accepts them.
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith((".", "/", "~")) or value.count("/") > 1 or "\\" in value
+
+
+def model_id_problem(backend: str, model_id: Any) -> str | None:
+    """What is wrong with the form of a model's ``model_id`` (None: nothing), without any network."""
+    from . import registry
+
+    if not isinstance(model_id, str) or not model_id.strip():
+        return "must be a non-empty text"
+    if model_id != model_id.strip() or any(ch.isspace() for ch in model_id):
+        return f"{model_id!r} contains white space"
+    if registry.kind_of(backend) == "local":
+        if _looks_like_path(model_id):
+            if not Path(model_id).expanduser().is_dir():
+                return f"{model_id!r} looks like a local model directory, but there is no such directory"
+        elif not _HUB_ID.match(model_id):
+            return f"{model_id!r} is neither a Hugging Face model id (org/name) nor an existing local directory"
+    return None
+
+
+def check_settings(params: Mapping[str, Any], source: str = "params.yaml") -> None:
+    """Every setting that can be checked without running a job (called with the schema check, so at
+    DAG-build time too, before Snakemake plans or deletes anything): the prompt templates, each
+    backend's settings as its code reads them, the form of model ids and the local dataset path.
+
+    Raises one :class:`ConfigError` listing every problem, each naming its field.
+    """
+    from . import registry
+    from .inference.engine import EngineSettings
+    from .inference.prompts import ImagePolicy, template_version
+
+    problems: list[str] = []
+
+    def check(call: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            call(*args, **kwargs)
+        except ConfigError as exc:
+            problems.append(str(exc))
+
+    prompt = params.get("prompt") or {}
+    if "template" in prompt:
+        check(lambda: _template(template_version, prompt["template"], "prompt.template"))
+    data = params.get("dataset") or {}
+    src = str(data.get("source") or "")
+    if src and src != "demo" and _looks_like_path(src) and not Path(src).expanduser().is_dir():
+        problems.append(f"dataset.source: local dataset directory {src!r} not found (a hub repo id, an existing directory or demo)")
+    for name, settings in (params.get("models") or {}).items():
+        if not isinstance(settings, Mapping):
+            continue
+        backend = str(settings.get("backend"))
+        kind = registry.kind_of(backend)
+        if "prompt_template" in settings:
+            check(lambda: _template(template_version, settings["prompt_template"], f"models.{name}.prompt_template"))
+        if "model_id" in settings:
+            why = model_id_problem(backend, settings.get("model_id"))
+            if why:
+                problems.append(f"models.{name}.model_id: {why}")
+        check(ImagePolicy.from_settings, settings, name)
+        check(registry.price_values, settings, name)
+        if kind in ("api", "local"):
+            check(EngineSettings.from_settings, settings, name, kind=kind)
+        if kind == "local":
+            from .inference.models.local_common import LocalSettings
+
+            check(LocalSettings.from_settings, name, settings)
+    if problems:
+        raise ConfigError("\n".join([f"{source}: invalid configuration:", *(f"  - {p}" for p in problems)]))
+
+
+def _template(version: Any, template: Any, field: str) -> None:
+    try:
+        version(str(template))
+    except ConfigError as exc:
+        raise ConfigError(f"{field}: {exc}") from None
 
 
 def params_at(params: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, Any]:
@@ -98,19 +202,77 @@ def params_at(params: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, An
     return node if isinstance(node, Mapping) else {}
 
 
-def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read and validate ``params.yaml``."""
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """A safe loader that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+    source = "params.yaml"
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class names it
+                break
+            if first is not None:
+                raise ConfigError(
+                    f"{self.source}:{line}: key {key!r} is given twice in the same mapping (first at line {first}); "
+                    "YAML would keep only the last one: remove or rename one of them"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    text = f"{context}, {problem}" if context else str(problem)
+    hint = ""
+    line = ""
+    if mark is not None:
+        try:
+            line = path.read_text(encoding="utf-8").splitlines()[mark.line]
+        except (OSError, IndexError, UnicodeDecodeError):
+            line = ""
+    if "\t" in str(problem) or "\t" in line[: (mark.column + 1) if mark is not None else 0]:
+        hint = " (YAML does not allow tabs for indentation: indent with spaces)"
+    shown = f"\n    {line.rstrip()}" if line.strip() else ""
+    return ConfigError(f"{where}: not valid YAML: {text}{hint}{shown}")
+
+
+def read_params_file(path: str | Path = "params.yaml") -> dict[str, Any]:
+    """The mapping in ``path`` (not yet validated); errors name the file and line.
+
+    A key given twice in one mapping is an error (plain YAML keeps the last one silently); so is
+    an invalid or tab-indented file.  The Snakefile calls this before Snakemake reads the file.
+    """
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a directory; the configuration must be a YAML file")
     if not p.is_file():
         raise ConfigError(f"{p}: configuration file not found (run from the project root or pass --params)")
+    loader_cls = type("_Loader", (_UniqueKeyLoader,), {"source": str(p)})
     try:
-        with open(p, encoding="utf-8") as fh:
-            params = yaml.safe_load(fh)
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text ({exc})") from None
+    try:
+        params = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+        raise _yaml_error(p, exc) from None
     if not isinstance(params, dict):
         raise ConfigError(f"{p}: top level must be a mapping")
-    validate_params(params, str(p))
+    return params
+
+
+def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
+    """Read and validate ``params.yaml``."""
+    params = read_params_file(path)
+    validate_params(params, str(path))
     return params
 
 
