@@ -21,6 +21,11 @@ class AccessError(SabreError):
     """The gated dataset cannot be reached (token missing, access not granted, unknown repo)."""
 
 
+class SourceError(AccessError):
+    """``dataset.source`` cannot be resolved (hub unreachable, no access, unknown revision, missing folder):
+    the message names the source and the fix; nothing falls back to data read earlier."""
+
+
 class PredictionFileError(SabreError):
     """A prediction file is malformed (names file and line)."""
 

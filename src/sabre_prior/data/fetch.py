@@ -33,14 +33,15 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import contracts as C
-from ..errors import AccessError, DataError, SabreError
+from ..errors import AccessError, DataError, SabreError, SourceError
 from ..io_utils import atomic_writer
 from .validate import validate_split
 
@@ -54,7 +55,7 @@ ROW_GROUP_ROWS = 100
 HUB_PAGE = f"https://huggingface.co/datasets/{C.HUB_REPO_ID}"
 _TOKEN_HOW = (
     "create a read token at https://huggingface.co/settings/tokens and either export it as HF_TOKEN "
-    "(export HF_TOKEN=hf_...) or run `hf auth login` (older versions: `huggingface-cli login`)"
+    "(export HF_TOKEN=hf_...) or run `hf auth login`"
 )
 _DEMO_HINT = "To run the pipeline without the real data, set dataset.source: demo in params.yaml."
 
@@ -116,12 +117,52 @@ def unknown_revision_message(repo: str, revision: str | None) -> str:
 
 
 def unreachable_message(repo: str, detail: str) -> str:
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
     return (
-        f"Cannot reach the Hugging Face hub at {endpoint} to read '{repo}' ({detail}). Check the network "
-        "connection and proxy settings, and that HF_HUB_OFFLINE and HF_DATASETS_OFFLINE are not set "
-        f"(offline mode only works for data already in the local cache). {_DEMO_HINT}"
+        f"The Hugging Face hub at {endpoint} is unreachable, so the dataset '{repo}' cannot be read ({detail}). "
+        "Check the network connection and proxy settings (HTTPS_PROXY), and that a token is available for "
+        f"the gated data ({_TOKEN_HOW}). Without a network, a revision fetched before can be used from the "
+        "local cache: set HF_HUB_OFFLINE=1 and pin dataset.revision (or --revision) to that commit. "
+        f"{_DEMO_HINT}"
     )
+
+
+def offline_uncached_message(repo: str, revision: str | None, cache: str) -> str:
+    return (
+        f"HF_HUB_OFFLINE is set, but the revision '{revision or 'main'}' of the dataset '{repo}' is not in the "
+        f"local Hugging Face cache ({cache}). Unset HF_HUB_OFFLINE to read it from the hub (with a token: "
+        f"{_TOKEN_HOW}), or pin dataset.revision to a commit fetched before on this machine. {_DEMO_HINT}"
+    )
+
+
+#: Transport errors of the HTTP clients the Hugging Face libraries use (httpx/httpx2 and httpcore in
+#: huggingface_hub >= 1.0, requests/urllib3 before): by top-level module, the class names of their
+#: connection, proxy and timeout errors.  A status error (401, 403, 404) is not among them.
+_TRANSPORT_ERRORS = {
+    "httpx": {"TransportError", "TimeoutException", "NetworkError", "ConnectError", "ProxyError"},
+    "httpx2": {"TransportError", "TimeoutException", "NetworkError", "ConnectError", "ProxyError"},
+    "httpcore": {"NetworkError", "ConnectError", "TimeoutException", "ProxyError"},
+    "httpcore2": {"NetworkError", "ConnectError", "TimeoutException", "ProxyError"},
+    "requests": {"ConnectionError", "Timeout", "ProxyError", "SSLError"},
+    "urllib3": {"NewConnectionError", "MaxRetryError", "ProtocolError", "ProxyError", "TimeoutError"},
+}
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the hub could not be reached at all."""
+    import socket
+
+    for err in _chain(exc):
+        if _status(err) is not None:
+            return False  # the hub answered
+        if isinstance(err, (ConnectionError, TimeoutError, socket.gaierror)):
+            return True
+        for cls in type(err).__mro__:
+            if cls.__name__ in _TRANSPORT_ERRORS.get(cls.__module__.split(".")[0], ()):
+                return True
+    return False
 
 
 def download_failed_message(repo: str, detail: str) -> str:
@@ -193,8 +234,12 @@ def explain_load_error(
         if text.startswith("Revision"):
             return AccessError(unknown_revision_message(source, revision))
         return AccessError(unknown_repo_message(source, token_present))
-    if isinstance(exc, ConnectionError):
-        return AccessError(unreachable_message(source, text.splitlines()[0] if text else type(exc).__name__))
+    if is_unreachable(exc):
+        first = next((e for e in _chain(exc) if str(e)), exc)
+        detail = f"{type(first).__name__}: {str(first).splitlines()[0]}" if str(first) else type(first).__name__
+        if any(type(e).__name__ == "OfflineModeIsEnabled" for e in _chain(exc)):
+            return AccessError(offline_uncached_message(source, revision, _hub_cache()))
+        return AccessError(unreachable_message(source, detail))
     if isinstance(exc, FileNotFoundError):
         return AccessError(download_failed_message(source, text.splitlines()[0] if text else type(exc).__name__))
     if isinstance(exc, ValueError) and "BuilderConfig" in text:
@@ -450,8 +495,11 @@ def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple
     files). A split's digest covers the card and the files under its ``data_files`` folders, so a
     new commit that leaves them alone leaves the digest alone (a card without configs: every file).
     """
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants
 
+    if constants.is_offline_mode():
+        commit, blobs, meta = cached_files(source, revision)
+        return commit, split_digests(source, blobs, meta, splits)
     try:
         info = HfApi().dataset_info(source, revision=revision, files_metadata=True)
     except Exception as exc:
@@ -463,13 +511,78 @@ def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple
         raise AccessError(f"the hub returned no commit for '{source}' at {revision or 'its default branch'}")
     blobs = {s.rfilename: (s.lfs.sha256 if s.lfs else s.blob_id) or "" for s in info.siblings or []}
     meta = info.card_data.to_dict() if info.card_data is not None else {}
+    return str(info.sha), split_digests(source, blobs, meta, splits)
+
+
+def check_access(source: str, commit: str) -> None:
+    """Whether the token may read the files of ``source`` at ``commit``: a HEAD of its card file
+    (``get_hf_file_metadata``), which a gated repo answers 401/403 without granted access while its
+    ``dataset_info`` stays public. Nothing is asked offline; a repo without a card passes."""
+    from urllib.parse import quote
+
+    from huggingface_hub import constants, get_hf_file_metadata
+    from huggingface_hub.errors import EntryNotFoundError
+
+    if constants.is_offline_mode():
+        return
+    try:
+        # the URL as file_download.hf_hub_url forms it, from the endpoint read now (its template is fixed at import)
+        get_hf_file_metadata(f"{constants.ENDPOINT}/datasets/{source}/resolve/{quote(commit, safe='')}/README.md")
+    except EntryNotFoundError:
+        return
+    except Exception as exc:
+        err = explain_load_error(exc, source, "?", commit, token_present=token_present(), local=False)
+        if err is None:
+            raise
+        raise err from exc
+
+
+def _hub_cache() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
+def cached_files(source: str, revision: str | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """Offline (``HF_HUB_OFFLINE``): the commit, file blob ids and card metadata of ``revision`` as the
+    local Hugging Face cache holds them.
+
+    The cache layout is huggingface_hub's (``file_download.repo_folder_name``, ``refs/<revision>``
+    holding a commit, ``snapshots/<commit>/<file>`` linked to ``blobs/<etag>``, the etag being the
+    file's blob id, or its sha256 for an LFS file; https://huggingface.co/docs/huggingface_hub/guides/manage-cache),
+    so the digests equal the online ones for the files that are cached.
+    """
+    cache = Path(_hub_cache())
+    folder = cache / ("datasets--" + source.replace("/", "--"))
+    wanted = revision or "main"
+    commit = wanted if _is_commit(wanted) and (folder / "snapshots" / wanted).is_dir() else None
+    ref = folder / "refs" / wanted
+    if commit is None and ref.is_file():
+        commit = ref.read_text(encoding="utf-8").strip()
+    snapshot = folder / "snapshots" / str(commit)
+    if not commit or not snapshot.is_dir():
+        raise AccessError(offline_uncached_message(source, revision, str(cache)))
+    blobs: dict[str, str] = {}
+    for path in sorted(snapshot.rglob("*")):
+        if path.is_file():
+            rel = path.relative_to(snapshot).as_posix()
+            blobs[rel] = Path(os.readlink(path)).name if path.is_symlink() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return commit, blobs, card_metadata(snapshot)
+
+
+def _is_commit(revision: str) -> bool:
+    return len(revision) == 40 and all(ch in "0123456789abcdef" for ch in revision)
+
+
+def split_digests(source: str, blobs: dict[str, str], meta: dict[str, Any], splits: Sequence[str]) -> dict[str, str]:
+    """Per split, a digest of the card and the files under its ``data_files`` folders (see :func:`hub_files`)."""
     digests = {}
     for split in splits:
         folders = {split_folder(p) for p in split_patterns(source, split, meta)} or {"."}
         prefixes = tuple("" if f == "." else f.rstrip("/") + "/" for f in folders)
         files = sorted((path, blob) for path, blob in blobs.items() if path == "README.md" or path.startswith(prefixes))
         digests[split] = hashlib.sha256(json.dumps(files).encode()).hexdigest()
-    return str(info.sha), digests
+    return digests
 
 
 def parquet_revision(path: str | Path) -> str | None:
@@ -546,3 +659,66 @@ def fetch_split(
     if recorded and recorded != resolved:
         at += f"; its files are those of commit {recorded}, which stays recorded"
     return f"{split}: {len(rows)} questions, {n_images} images from {source}{at} -> {output} ({size / 1e6:.1f} MB)"
+
+
+# ---------------------------------------------------------------------------
+# Resolving dataset.source before anything runs
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResolvedSource:
+    """What ``dataset.source`` names, resolved now (see :func:`resolve_source`)."""
+
+    source: str  #: ``dataset.source`` as written in params.yaml
+    kind: str  #: "demo", "local" or "hub"
+    location: str  #: the folder read (demo, local mirror) or the hub repo id
+    revision: str | None = None  #: ``dataset.revision`` as written (hub only)
+    commit: str | None = None  #: the commit the hub (or, offline, the local cache) serves for it
+    files: Mapping[str, str] = field(default_factory=dict)  #: hub: split -> digest of the files it reads
+
+
+def _source_fix(source: str) -> str:
+    return (
+        f"Fix dataset.source in params.yaml (now {source!r}; or pass --source): 'demo', a Hugging Face dataset "
+        f"id such as '{C.HUB_REPO_ID}', or an existing local directory holding a copy of its layout."
+    )
+
+
+def resolve_source(params: Mapping[str, Any], splits: Sequence[str] | None = None) -> ResolvedSource:
+    """Resolve ``params["dataset"]`` now, or raise :class:`~sabre_prior.errors.SourceError`.
+
+    * ``demo``: the demo folder (``data/demo``, made by the ``demo_data`` stage; it need not exist yet);
+    * a local directory: it must exist (a path that is not a folder is an error naming it);
+    * a hub id: one ``dataset_info`` call gives the commit served for ``dataset.revision`` and, per
+      split of ``splits`` (default: ``params["splits"]``), a digest of the files it reads there
+      (:func:`hub_files`); with ``HF_HUB_OFFLINE=1`` they come from the local cache instead.
+
+    Every failure (hub unreachable, token missing or refused, access not granted, unknown repo or
+    revision, folder missing, not in the offline cache) is a :class:`SourceError` whose message names
+    the source and what to do. Nothing falls back to what was resolved or fetched earlier.
+    """
+    data = params.get("dataset") if isinstance(params, Mapping) else None
+    if not isinstance(data, Mapping) or not data.get("source"):
+        raise SourceError("params.yaml: dataset.source is not set. " + _source_fix(""))
+    source = str(data["source"])
+    revision = data.get("revision") or None
+    wanted = list(params.get("splits") or C.SPLITS) if splits is None else list(splits)
+    if source == "demo":
+        return ResolvedSource(source, "demo", C.DEMO_DIR)
+    try:
+        local = is_local_source(source)
+    except DataError as exc:
+        raise SourceError(f"dataset.source {source!r}: {exc}. {_source_fix(source)}") from None
+    if local:
+        return ResolvedSource(source, "local", str(Path(source).expanduser()))
+    where = f"dataset.source {source!r}" + (f" at revision {revision!r}" if revision else "")
+    try:
+        commit, digests = hub_files(source, revision, wanted)
+        check_access(source, commit)
+    except SabreError as exc:
+        raise SourceError(f"{where}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - an error we have no message for: named, never ignored
+        raise SourceError(
+            f"{where}: could not be resolved on the Hugging Face hub ({type(exc).__name__}: {exc}). "
+            "Check the network, HF_TOKEN (or `hf auth login`) and dataset.revision, then run again."
+        ) from exc
+    return ResolvedSource(source, "hub", source, revision, commit, dict(digests))
