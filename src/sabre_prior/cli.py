@@ -102,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        from .io_utils import NO_SPACE, disk_full_message
+
+        if exc.errno not in NO_SPACE:
+            raise
+        # a write outside io_utils' atomic writers (a library's cache, a log): no traceback either
+        print(f"error: {disk_full_message(exc.filename or '<a file of this command>', exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

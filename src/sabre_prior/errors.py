@@ -34,6 +34,10 @@ class BackendError(SabreError):
     """A model backend failed in a way the user must fix (unknown backend, missing key...)."""
 
 
+class DiskFullError(SabreError):
+    """A file could not be written: the disk (or quota) is full; names the file."""
+
+
 class InferenceIncomplete(SabreError):
     """Some questions failed after all retries; they are not stored as answers."""
 

@@ -332,6 +332,38 @@ def split_folder(pattern: str) -> str:
     return "/".join(parts) or "."
 
 
+def check_card(source: str) -> None:
+    """A local copy must hold the hub repo's dataset card (``README.md``), whose YAML header names each
+    split's files; without it ``datasets`` reads the folder as one unnamed config."""
+    card = Path(source).expanduser() / "README.md"
+    if not card.is_file():
+        raise DataError(
+            f"{card}: the dataset card is missing. A local copy of the dataset must hold the hub repo's README.md, "
+            "whose YAML header lists one config per split (config_name: <split>, data_files under data/<split>/**); "
+            f"copy it from {HUB_PAGE} (or regenerate the demo with `sabre demo-data`)"
+        )
+
+
+#: The metadata files an ImageFolder split may carry (``datasets``' folder-based builder).
+METADATA_NAMES = ("metadata.jsonl", "metadata.csv", "metadata.parquet")
+
+
+def check_metadata_files(source: str, split: str) -> None:
+    """An empty metadata file is named (``datasets`` fails on it with an IndexError)."""
+    folders = {split_folder(p) for p in split_patterns(source, split)} or {f"data/{split}"}
+    for folder in sorted(folders):
+        base = Path(source).expanduser() / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(p for name in METADATA_NAMES for p in base.rglob(name)):
+            if not path.read_bytes().strip():
+                raise DataError(
+                    f"{path}: the metadata file of split {split!r} is empty ({path.stat().st_size} bytes); it must "
+                    "hold one record per question (for metadata.jsonl: one JSON object per line, with file_name "
+                    "naming its image)"
+                )
+
+
 def check_split_folder(source: str, split: str) -> None:
     """A missing split folder is named as the card expects it (before ``datasets`` says less)."""
     patterns = split_patterns(source, split)
@@ -402,6 +434,58 @@ def image_keys(table: pa.Table, batch_rows: int = ROW_GROUP_ROWS) -> list[str | 
             else:
                 keys.append(None)
     return keys
+
+
+def _image_problem(data: bytes) -> str | None:
+    """Why these bytes are not a whole image (None: Pillow decodes every pixel)."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        return "is empty (0 bytes)"
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()  # decodes every pixel: a truncated or corrupted file fails here, not at verify()
+    except UnidentifiedImageError:
+        return "is not an image Pillow can read"
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        return f"cannot be decoded ({exc})"
+    return None
+
+
+def check_images(table: pa.Table, split: str, batch_rows: int = ROW_GROUP_ROWS) -> None:
+    """Decode every image of ``table`` (embedded bytes or the file a local mirror names); raise a
+    :class:`DataError` naming the row and file of each one that is missing, empty or broken, before
+    anything is written (an API model would otherwise be sent the broken bytes)."""
+    if C.COL_IMAGE not in table.column_names:
+        return
+    ids = table.column(C.COL_ID).to_pylist() if C.COL_ID in table.column_names else []
+    problems: list[str] = []
+    col = table.column(C.COL_IMAGE)
+    for start in range(0, table.num_rows, batch_rows):
+        for offset, value in enumerate(col.slice(start, batch_rows).to_pylist()):
+            index = start + offset
+            if value is None:
+                continue  # a row without an image: the contract check names it
+            path, data = (value.get("path"), value.get("bytes")) if isinstance(value, dict) else (value, None)
+            where = f"{split}: row {ids[index] if index < len(ids) else f'<row {index}>'!r}, image {path or '<embedded>'}"
+            if data is None and path:
+                try:
+                    data = Path(path).read_bytes()
+                except FileNotFoundError:
+                    problems.append(f"{where}: the file is missing (the split's metadata names it)")
+                    continue
+                except OSError as exc:
+                    problems.append(f"{where}: cannot be read ({exc.strerror or exc})")
+                    continue
+            why = _image_problem(data or b"")
+            if why:
+                problems.append(f"{where}: {why}")
+    if problems:
+        shown = problems[:20]
+        more = f"\n  ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        raise DataError(f"{len(problems)} image(s) of split {split!r} cannot be used:\n  " + "\n  ".join(shown) + more)
 
 
 def write_parquet(table: pa.Table, output: Path, row_group_rows: int = ROW_GROUP_ROWS) -> int:
@@ -632,7 +716,9 @@ def fetch_split(
     local = is_local_source(source)
     resolved = recorded = files = None
     if local:
+        check_card(source)
         check_split_folder(source, split)
+        check_metadata_files(source, split)
     else:  # read exactly one commit, and record which
         resolved, digests = hub_files(source, revision, [split])
         files = digests[split]
@@ -648,6 +734,7 @@ def fetch_split(
         meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
         rows: list[dict[str, Any]] = meta.to_pylist()
         keys = image_keys(table)
+        check_images(table, split)
         counts = (not is_demo_copy(source, local)) if check_counts is None else check_counts
         validate_split(split, rows, columns, keys, official_counts=counts, source=source)
         size = write_parquet(table, Path(output))
