@@ -50,7 +50,7 @@ def _predict(args: argparse.Namespace) -> int:
 def _p_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="run one model on one split; write the official prediction file")
     p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--split", required=True, choices=C.SPLITS)
+    p.add_argument("--split", required=True, choices=C.SPLITS, help="the split to answer")
     p.add_argument("--data", help="Parquet split (default: data/parquet/<split>.parquet)")
     p.add_argument("--output", help="prediction file (default: results/predictions/<model>/<split>.jsonl)")
     p.add_argument(
@@ -91,7 +91,7 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
         "estimate", help="dry run: calls still to make (journal hits excluded), tokens and cost; no call is made"
     )
     p.add_argument("--models", nargs="+", help="models of params.yaml (default: all)")
-    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="the splits to price (default: the splits of params.yaml)")
     p.add_argument("--data-dir", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     add_params(p)
     p.set_defaults(func=_estimate)
@@ -114,7 +114,7 @@ def _batches(args: argparse.Namespace) -> int:
 def _p_batches(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("batches", help="list a model's pending provider batches with their status; --cancel cancels them")
     p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="the splits whose batches to show (default: the splits of params.yaml)")
     p.add_argument("--cancel", action="store_true", help="cancel every pending batch (its finished answers are still collected)")
     p.add_argument("--offline", action="store_true", help="list from the ledger only, without asking the provider")
     add_params(p)

@@ -84,7 +84,9 @@ class Stage:
         return f"{STAMP_DIR}/{self.name}/" + "/".join("{" + o + "}" for o in self.over) + ".json"
 
     def command(self) -> str:
-        return f"{self.cmd} > {self.log} 2>&1"
+        # the CLI writes the stage's log itself (`sabre --log`, as `> log 2>&1` did) and, when the stage
+        # fails, also prints the log's last lines on stderr: `dvc repro` shows why, not only "failed"
+        return "sabre --log " + self.log + self.cmd.removeprefix("sabre")
 
 
 _AGG_PARAMS = ("models", "splits")
