@@ -20,9 +20,11 @@ configfile: "params.yaml"
 
 # validated against workflow/schemas/params.schema.yaml; unknown or misspelt keys are errors with
 # the closest valid key suggested (sabre_prior.config)
-from sabre_prior.config import validate_params
+# and every setting that can be checked before a job runs (templates, backend settings, model ids,
+# a local source's folder: sabre_prior.buildcheck), before anything is planned or deleted
+from sabre_prior.buildcheck import validate_for_run
 
-validate_params(config, "params.yaml")
+validate_for_run(config, "params.yaml")
 
 # Snakemake and DVC agree on what is up to date (sabre_prior.repro.dagsync, public interfaces only):
 # before planning, each job's stamp is refreshed and, only where an output is older than an

@@ -14,7 +14,8 @@ import yaml
 from project import BIN, copy_project, env
 
 from sabre_prior import cli
-from sabre_prior.config import load_params, validate_params
+from sabre_prior.buildcheck import validate_for_run as validate_params
+from sabre_prior.config import load_params
 from sabre_prior.errors import ConfigError
 
 BASE = """\
@@ -82,7 +83,7 @@ def test_a_missing_backend_is_reported_alone(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Settings checked when the DAG is built (validate_params is what the Snakefile calls)
+# Settings checked when the DAG is built (validate_for_run is what the Snakefile calls)
 # ---------------------------------------------------------------------------
 def params_with(**changes: object) -> dict:
     params = yaml.safe_load(BASE)

@@ -28,9 +28,11 @@ from .errors import SabreError
 # check-config
 # ---------------------------------------------------------------------------
 def _check_config(args: argparse.Namespace) -> int:
+    from .buildcheck import check_settings
     from .config import load_params
 
     params = load_params(args.params)
+    check_settings(params, args.params)
     print(f"{args.params}: valid ({len(params['models'])} models, splits: {', '.join(params['splits'])})")
     return 0
 
