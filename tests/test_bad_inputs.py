@@ -258,9 +258,9 @@ def test_a_failing_stage_shows_the_end_of_its_log_on_the_terminal(tmp_path: Path
     proc = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     log = (tmp_path / "results/logs/fetch/context.log").read_text()
-    assert "local dataset directory './no-such-mirror' not found" in log
+    assert "./no-such-mirror: local dataset directory not found" in log
     assert "sabre fetch failed (exit 2); the last" in proc.stderr and "results/logs/fetch/context.log" in proc.stderr
-    assert "local dataset directory './no-such-mirror' not found" in proc.stderr
+    assert "./no-such-mirror: local dataset directory not found" in proc.stderr
 
 
 def test_a_crash_under_log_keeps_its_traceback_in_the_log(tmp_path: Path) -> None:
