@@ -148,7 +148,7 @@ def _project(tmp_path: Path, params: str) -> Path:
 
 
 def _snakemake_dry_run(project: Path) -> subprocess.CompletedProcess[str]:
-    e = {**env(), "SABRE_DAGSYNC": "0"}
+    e = {**env(), "SABRE_DVC_SYNC": "0"}
     return subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "1", "all"], cwd=project, env=e,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
 
@@ -298,3 +298,32 @@ def test_every_option_has_help_and_names_its_default(command: str, action) -> No
     if action.required or isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
         return  # a flag's default is "off"; a required option has none
     assert "default" in action.help.lower() or "%(default)" in action.help, f"sabre {command} {option}: help names no default"
+
+
+# ---------------------------------------------------------------------------
+# estimate and batches say what they are about
+# ---------------------------------------------------------------------------
+PAPER = Path(__file__).resolve().parents[1] / "configs" / "paper.yaml"
+
+
+def test_estimate_on_the_demo_says_what_it_prices(
+    demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(PAPER, tmp_path / "params.yaml")  # the README's `cp configs/paper.yaml params.yaml`
+    assert cli.main(["fetch", "--split", "context", "--source", str(demo_dir)]) == 0
+    capsys.readouterr()
+    assert cli.main(["estimate", "--splits", "context", "--models", "gpt-5.4"]) == 0
+    text = capsys.readouterr().out
+    assert "dataset.source in params.yaml: Zesearch/SABRE-Prior" in text
+    assert "context: 12 questions, not the real benchmark's 400" in text and "sabre fetch --split context" in text
+
+
+def test_batches_on_a_model_without_batch_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(PAPER, tmp_path / "params.yaml")
+    assert cli.main(["batches", "--model", "grok-4.3", "--offline"]) == 2
+    err = capsys.readouterr().err
+    assert "models.grok-4.3 does not use a provider batch API" in err and "remove `batch`" not in err

@@ -82,6 +82,9 @@ def _estimate(args: argparse.Namespace) -> int:
         for m in models
         for s in splits
     ]
+    from ..data.parquet import priced_data
+
+    print("\n".join(priced_data(str(params["dataset"]["source"]), splits, args.data_dir)))
     print(format_estimates(estimates))
     return 0
 
@@ -106,6 +109,21 @@ def _batches(args: argparse.Namespace) -> int:
 
     params = load_params(args.params)
     splits = args.splits or list(params["splits"])
+    settings = model_settings(params, args.model, args.params)
+    if settings.get("batch") in (None, False):
+        from .. import registry
+        from ..errors import ConfigError
+
+        try:
+            registry.check_supported(args.model, settings)
+        except ConfigError:
+            raise ConfigError(
+                f"{args.params}: models.{args.model} does not use a provider batch API (it has no `batch:` setting, "
+                f"and backend {settings.get('backend')!r}"
+                + (f" with provider {settings.get('provider')!r}" if settings.get("provider") else "")
+                + " has none we use), so it has no batches to list or cancel; `sabre batches` is for models with "
+                "`batch: true` (see docs/api_models.md, 'Batch mode')"
+            ) from None
     rows = list_batches(args.model, model_settings(params, args.model, args.params), splits, cancel=args.cancel, query=not args.offline)
     print(format_batches(args.model, rows))
     return 0
