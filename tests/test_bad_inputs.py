@@ -327,3 +327,17 @@ def test_batches_on_a_model_without_batch_says_so(
     assert cli.main(["batches", "--model", "grok-4.3", "--offline"]) == 2
     err = capsys.readouterr().err
     assert "models.grok-4.3 does not use a provider batch API" in err and "remove `batch`" not in err
+
+
+@pytest.mark.slow
+def test_dvc_repro_shows_why_a_stage_failed(tmp_path: Path) -> None:
+    from dvc_helpers import make_repo
+
+    project = make_repo(tmp_path / "project")
+    params = project / "params.yaml"
+    params.write_text(params.read_text().replace("  source: demo\n", "  source: ./no-such-mirror\n", 1))
+    proc = subprocess.run([str(BIN / "dvc"), "repro", "fetch@context"], cwd=project, env=env(),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode != 0
+    assert "sabre fetch failed (exit 2); the last 1 lines of results/logs/fetch/context.log" in proc.stderr, proc.stderr
+    assert "./no-such-mirror: local dataset directory not found" in proc.stderr
