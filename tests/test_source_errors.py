@@ -82,7 +82,7 @@ def test_a_missing_local_folder_is_an_error_naming_it(tmp_path: Path, monkeypatc
     with pytest.raises(SourceError) as info:
         resolve_source(params("./mirror"))
     assert "./mirror" in str(info.value) and "dataset.source" in str(info.value)
-    assert "not found" in str(info.value)
+    assert "not found" in str(info.value) and "set dataset.source in params.yaml" in str(info.value)
     assert isinstance(info.value, SabreError)
 
 

@@ -280,7 +280,10 @@ def is_local_source(source: str) -> bool:
     if source.rstrip("/") == C.DEMO_DIR:
         raise DataError(f"{source}: the demo benchmark is missing; generate it with `sabre demo-data --output {source}`")
     if looks_like_path:
-        raise DataError(f"{source}: local dataset directory not found")
+        raise DataError(
+            f"{source}: local dataset directory not found; set dataset.source in params.yaml (or --source) to an "
+            f"existing directory holding a copy of the hub layout, a hub repo id such as '{C.HUB_REPO_ID}', or demo"
+        )
     return False
 
 
@@ -794,7 +797,7 @@ def resolve_source(params: Mapping[str, Any], splits: Sequence[str] | None = Non
     try:
         local = is_local_source(source)
     except DataError as exc:
-        raise SourceError(f"dataset.source {source!r}: {exc}. {_source_fix(source)}") from None
+        raise SourceError(f"dataset.source {source!r}: {exc}") from None
     if local:
         return ResolvedSource(source, "local", str(Path(source).expanduser()))
     where = f"dataset.source {source!r}" + (f" at revision {revision!r}" if revision else "")
