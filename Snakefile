@@ -8,14 +8,23 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# read first by sabre_prior.config: an invalid or tab-indented file, or a key given twice, is an
+# error naming the file and line (Snakemake's own reading says neither, and keeps the last duplicate)
+from sabre_prior.config import read_params_file
+
+read_params_file("params.yaml")
+
+
 configfile: "params.yaml"
 
 
 # validated against workflow/schemas/params.schema.yaml; unknown or misspelt keys are errors with
 # the closest valid key suggested (sabre_prior.config)
-from sabre_prior.config import validate_params
+# and every setting that can be checked before a job runs (templates, backend settings, model ids,
+# a local source's folder: sabre_prior.buildcheck), before anything is planned or deleted
+from sabre_prior.buildcheck import validate_for_run
 
-validate_params(config, "params.yaml")
+validate_for_run(config, "params.yaml")
 
 # One plan for Snakemake and DVC (sabre_prior.repro.dagsync): each job's recipe and made record
 # say whether its outputs are what it would make now; the rules' inputs (common.smk) are

@@ -250,6 +250,14 @@ def test_a_batch_failing_validation_fails_its_questions_with_the_reason(tmp_path
     assert [b.ended for b in ledger(tmp_path).batches.values()] == ["failed"]
 
 
+def test_a_failed_gemini_job_shows_the_providers_message(tmp_path: Path, data: Path) -> None:
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.gemini_failure = "injected: the request's model does not support batch mode"
+        with pytest.raises(InferenceIncomplete, match="JOB_STATE_FAILED: injected: the request's model does not support batch mode"):
+            predict(tmp_path, settings(srv.url("gemini"), "gemini", max_attempts=1), data)
+    assert journal(tmp_path) == {}
+
+
 def test_a_refused_batch_creation_is_retried_then_given_up(tmp_path: Path, data: Path) -> None:
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.create_failures = 1

@@ -311,7 +311,8 @@ def test_errors_wrapped_by_datasets() -> None:
 
 
 def test_connection_and_download_errors() -> None:
-    assert "Cannot reach the Hugging Face hub" in str(_explain(ConnectionError("Couldn't reach"), token=True))
+    assert "Hugging Face hub at" in str(_explain(ConnectionError("Couldn't reach"), token=True))
+    assert "is unreachable" in str(_explain(ConnectionError("Couldn't reach"), token=True))
     assert "Could not download" in str(_explain(FileNotFoundError("hf://x/y.jpg"), token=True))
     assert _explain(RuntimeError("something else"), token=True) is None
 

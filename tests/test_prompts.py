@@ -1,4 +1,4 @@
-"""The authors' screening-client prompt (SPEC.md section 4)."""
+"""The authors' screening-client prompt (docs/benchmark.md)."""
 
 from __future__ import annotations
 

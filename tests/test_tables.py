@@ -26,7 +26,7 @@ from sabre_prior.report.tables import (
 )
 from tests.identity import write_split_files
 
-# The paper's main table (SPEC.md section 5): correct pairs/items out of 100 per
+# The paper's main table (docs/benchmark.md): correct pairs/items out of 100 per
 # split, and the macro average the paper reports (one decimal).
 PAPER: dict[str, tuple[str, tuple[int, int, int, int], str]] = {
     "claude": ("Claude 4.6", (10, 40, 17, 58), "31.3"),

@@ -27,7 +27,7 @@ rule intervals:
     conda:
         "../../environment.yml"
     shell:
-        "sabre intervals --model {wildcards.model} --traces-dir results/traces/{wildcards.model} --metrics results/metrics/{wildcards.model}.json --output results/intervals/{wildcards.model}.json > {log} 2>&1"
+        "sabre --log {log} intervals --model {wildcards.model} --traces-dir results/traces/{wildcards.model} --metrics results/metrics/{wildcards.model}.json --output results/intervals/{wildcards.model}.json"
 
 
 rule compare:
@@ -44,7 +44,7 @@ rule compare:
     conda:
         "../../environment.yml"
     shell:
-        "sabre compare --traces-dir results/traces --outdir results/tables > {log} 2>&1"
+        "sabre --log {log} compare --traces-dir results/traces --outdir results/tables"
 
 
 rule diagnose:
@@ -69,7 +69,7 @@ rule diagnose:
     conda:
         "../../environment.yml"
     shell:
-        "sabre diagnose --traces-dir results/traces --data data/parquet --tables-dir results/tables --figures-dir results/figures --json results/analysis/diagnostics.json > {log} 2>&1"
+        "sabre --log {log} diagnose --traces-dir results/traces --data data/parquet --tables-dir results/tables --figures-dir results/figures --json results/analysis/diagnostics.json"
 
 
 rule paper_compare:
@@ -86,7 +86,7 @@ rule paper_compare:
     conda:
         "../../environment.yml"
     shell:
-        "sabre paper-compare --intervals-dir results/intervals --outdir results/tables > {log} 2>&1"
+        "sabre --log {log} paper-compare --intervals-dir results/intervals --outdir results/tables"
 
 
 rule html_report:
@@ -110,4 +110,4 @@ rule html_report:
     conda:
         "../../environment.yml"
     shell:
-        "sabre report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv --paper results/tables/paper_comparison.csv --figure results/figures/split_accuracy.png --figure results/figures/probe_accuracy.png --figure results/figures/pair_outcomes.png --output results/report/index.html > {log} 2>&1"
+        "sabre --log {log} report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv --paper results/tables/paper_comparison.csv --figure results/figures/split_accuracy.png --figure results/figures/probe_accuracy.png --figure results/figures/pair_outcomes.png --output results/report/index.html"

@@ -26,7 +26,7 @@ rule demo_data:
     conda:
         "../../environment.yml"
     shell:
-        "sabre demo-data --output data/demo --scale {params.dataset_demo_scale} --seed {params.dataset_demo_seed} > {log} 2>&1"
+        "sabre --log {log} demo-data --output data/demo --scale {params.dataset_demo_scale} --seed {params.dataset_demo_seed}"
 
 
 rule fetch:
@@ -42,4 +42,4 @@ rule fetch:
     conda:
         "../../environment.yml"
     shell:
-        "sabre fetch --split {wildcards.split} --output data/parquet/{wildcards.split}.parquet > {log} 2>&1"
+        "sabre --log {log} fetch --split {wildcards.split} --output data/parquet/{wildcards.split}.parquet"

@@ -35,7 +35,7 @@ rule predict:
     conda:
         "../../environment.yml"
     shell:
-        "{params.prefix}sabre predict --model {wildcards.model} --split {wildcards.split} --data data/parquet/{wildcards.split}.parquet --output results/predictions/{wildcards.model}/{wildcards.split}.jsonl --usage results/usage/{wildcards.model}/{wildcards.split}.json > {log} 2>&1"
+        "{params.prefix}sabre --log {log} predict --model {wildcards.model} --split {wildcards.split} --data data/parquet/{wildcards.split}.parquet --output results/predictions/{wildcards.model}/{wildcards.split}.jsonl --usage results/usage/{wildcards.model}/{wildcards.split}.json"
 
 
 # Local models (transformers, vllm): the same job as a rule of its own, so that a cluster run

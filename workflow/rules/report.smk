@@ -28,7 +28,7 @@ rule tables:
     conda:
         "../../environment.yml"
     shell:
-        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet --outdir results/tables > {log} 2>&1"
+        "sabre --log {log} tables --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet --outdir results/tables"
 
 
 rule figures:
@@ -49,7 +49,7 @@ rule figures:
     conda:
         "../../environment.yml"
     shell:
-        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet --outdir results/figures > {log} 2>&1"
+        "sabre --log {log} figures --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet --outdir results/figures"
 
 
 rule plot_data:
@@ -65,4 +65,4 @@ rule plot_data:
     conda:
         "../../environment.yml"
     shell:
-        "sabre plot-data --metrics-dir results/metrics --output results/plots/split_accuracy.csv > {log} 2>&1"
+        "sabre --log {log} plot-data --metrics-dir results/metrics --output results/plots/split_accuracy.csv"

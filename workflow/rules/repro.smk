@@ -22,7 +22,7 @@ rule manifest:
     conda:
         "../../environment.yml"
     shell:
-        "sabre manifest --output results/manifest.json --data data/parquet > {log} 2>&1"
+        "sabre --log {log} manifest --output results/manifest.json --data data/parquet"
 
 
 # DVC's stage `recipes` (the jobs' recipes, written by the Snakefile's planner): this rule runs

@@ -24,4 +24,4 @@ rule evaluate:
     conda:
         "../../environment.yml"
     shell:
-        "sabre evaluate --predictions results/predictions/{wildcards.model} --data data/parquet --params params.yaml --output results/metrics/{wildcards.model}.json --trace-dir results/traces/{wildcards.model} --usage results/usage/{wildcards.model} > {log} 2>&1"
+        "sabre --log {log} evaluate --predictions results/predictions/{wildcards.model} --data data/parquet --params params.yaml --output results/metrics/{wildcards.model}.json --trace-dir results/traces/{wildcards.model} --usage results/usage/{wildcards.model}"

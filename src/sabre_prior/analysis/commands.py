@@ -127,8 +127,8 @@ def _p_diagnose(sub: _Sub) -> None:
         "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
     )
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
-    p.add_argument("--tables-dir", default=C.TABLES_DIR)
-    p.add_argument("--figures-dir", default=C.FIGURES_DIR)
+    p.add_argument("--tables-dir", default=C.TABLES_DIR, help="folder for the diagnostics CSV tables")
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the diagnostics figures")
     p.add_argument("--json", default=C.DIAGNOSTICS_JSON, help="machine-readable output")
     add_params(p)
     p.set_defaults(func=_diagnose)
@@ -149,8 +149,8 @@ def _paper_compare(args: argparse.Namespace) -> int:
 
 def _p_paper_compare(sub: _Sub) -> None:
     p = sub.add_parser("paper-compare", help="compare models that have a paper_name with the paper's reported table")
-    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
-    p.add_argument("--outdir", default=C.TABLES_DIR)
+    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR, help="folder of the per-model interval JSON files (sabre intervals)")
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for paper_comparison.md/.csv")
     add_params(p)
     p.set_defaults(func=_paper_compare)
 
@@ -182,15 +182,15 @@ def _report(args: argparse.Namespace) -> int:
 
 def _p_report(sub: _Sub) -> None:
     p = sub.add_parser("report", help="write the static HTML report (opens from disk, no server)")
-    p.add_argument("--traces-dir", default=C.TRACES_DIR)
-    p.add_argument("--data", default=C.PARQUET_DIR)
-    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
-    p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON)
+    p.add_argument("--traces-dir", default=C.TRACES_DIR, help="folder of per-model score traces (sabre evaluate)")
+    p.add_argument("--data", default=C.PARQUET_DIR, help="folder of the fetched <split>.parquet files (images for the thumbnails)")
+    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR, help="folder of the per-model interval JSON files (sabre intervals)")
+    p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON, help="the diagnostics JSON (sabre diagnose)")
     p.add_argument("--comparison", help="model_comparison.csv (optional)")
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
-    p.add_argument("--output", default=C.REPORT_PATH)
+    p.add_argument("--output", default=C.REPORT_PATH, help="the HTML report to write")
     add_params(p)
     p.set_defaults(func=_report)
 

@@ -184,3 +184,25 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def priced_data(source: str, splits: list[str], data_dir: str | Path) -> list[str]:
+    """What an estimate prices, one line per split: the file, its questions and, when they are not
+    the official count, that these are not the real benchmark (the demo, or a partial copy)."""
+    lines = [f"pricing the questions in {data_dir}/ (dataset.source in params.yaml: {source})"]
+    for split in splits:
+        path = Path(data_dir) / f"{split}.parquet"
+        if not path.is_file():
+            continue  # the estimate itself names the missing file
+        rows = pq.ParquetFile(path).metadata.num_rows
+        official = C.OFFICIAL_COUNTS[split][1]
+        if rows == official:
+            lines.append(f"  {split}: {rows} questions (the official count)")
+        else:
+            lines.append(
+                f"  {split}: {rows} questions, not the real benchmark's {official}: this is "
+                + ("the embedded demo" if source == "demo" else "the demo or a partial copy")
+                + "; fetch the real split first (dataset.source: " + C.HUB_REPO_ID
+                + f", then `sabre fetch --split {split}`) for the cost of a real run"
+            )
+    return lines

@@ -1,7 +1,7 @@
 """Versioned prompt templates.
 
 ``screening_v1`` reproduces the default prompt of the authors' open-source
-screening client (SPEC.md section 4): the image, then ``Question: <question>``;
+screening client (docs/benchmark.md): the image, then ``Question: <question>``;
 for multiple choice a blank line, ``Options:`` and one ``A. <text>`` line per
 option; then a blank line and a type-specific instruction followed by
 `` Do not explain.``.

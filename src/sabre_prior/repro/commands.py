@@ -56,7 +56,7 @@ def _manifest(args: argparse.Namespace) -> int:
 
 def _p_manifest(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
-    p.add_argument("--output", default="results/manifest.json")
+    p.add_argument("--output", default="results/manifest.json", help="the run manifest JSON to write")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument(
         "--find-commits",

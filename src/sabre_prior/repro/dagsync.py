@@ -105,37 +105,17 @@ def _why(proc: subprocess.CompletedProcess[str]) -> str:
 # ---------------------------------------------------------------------------
 # the source
 # ---------------------------------------------------------------------------
-class SourceError(SabreError):
-    exit_code = 2
-
-
 def resolve_hub(pipeline: Pipeline) -> dict[str, str] | None:
     """Per split, the digest of its files at the commit the hub serves (None: not a hub source).
-    Raises a :class:`SabreError` naming the source and the fix when the hub cannot say."""
-    if pipeline.kind == "local":
-        src = Path(pipeline.source).expanduser()
-        if not src.is_dir():
-            raise SourceError(
-                f"dataset.source: {pipeline.source}: no such folder (params.yaml). Point it at a local "
-                f"mirror of the dataset, at a hub id such as Zesearch/SABRE-Prior, or at `demo`"
-            )
+    An unresolvable source (hub unreachable, no access, unknown revision, a missing local folder)
+    raises :class:`~sabre_prior.errors.SourceError` naming it and the fix
+    (:func:`sabre_prior.data.fetch.resolve_source`); nothing falls back to earlier data."""
+    if pipeline.kind == "demo":
         return None
-    if pipeline.kind != "hub":
-        return None
-    from ..data.fetch import hub_files
+    from ..data.fetch import resolve_source
 
-    revision = pipeline.params["dataset"].get("revision")
-    try:
-        return hub_files(pipeline.source, revision, pipeline.splits)[1]
-    except SabreError as exc:
-        raise SourceError(f"dataset.source: {pipeline.source}@{revision or 'default branch'}: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - any transport error: say what to do, never fall back
-        raise SourceError(
-            f"dataset.source: cannot resolve {pipeline.source}@{revision or 'default branch'} on the "
-            f"Hugging Face hub ({type(exc).__name__}: {exc}). Check the network and your token "
-            f"(`hf auth login` or HF_TOKEN), or set HF_HUB_OFFLINE=1 with dataset.revision pinned to a "
-            f"commit already in your cache"
-        ) from exc
+    resolved = resolve_source(pipeline.params, pipeline.splits)
+    return dict(resolved.files) if pipeline.kind == "hub" else None
 
 
 # ---------------------------------------------------------------------------

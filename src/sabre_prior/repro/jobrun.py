@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from ..errors import SabreError
 
 #: Namespace entries that are not the command's arguments.
-_IGNORED = frozenset({"func", "verbose", "command"})
+_IGNORED = frozenset({"func", "verbose", "command", "log"})
 #: Where the pipeline's outputs live (a hand run may write elsewhere freely).
 _OUTPUT_ROOTS = ("data", "results")
 
@@ -80,7 +80,8 @@ def _under_outputs(root: Path, value: Any) -> bool:
 def relax_required(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[tuple[str, str]]:
     """For a stage's subcommand, its required options become optional (the declared job supplies
     them: :func:`adopt`); returns ``(dest, option)`` of each, to check after :func:`adopt`."""
-    sub = next((a for a in argv if not a.startswith("-")), None)
+    args = list(argv)
+    sub = next((a for i, a in enumerate(args) if not a.startswith("-") and not (i and args[i - 1] == "--log")), None)
     from .pipeline import STAGES
 
     if sub is None or not any(s.cmd.split()[1] == sub for s in STAGES):
@@ -122,7 +123,7 @@ def adopt(parser: argparse.ArgumentParser, argv: Sequence[str], args: argparse.N
     except SabreError:
         return None  # the command itself reports a broken params.yaml
     pipeline = Pipeline(params, root)
-    candidates = [j for j in pipeline.jobs() if j.command.split()[1] == sub]
+    candidates = [j for j in pipeline.jobs() if j.stage.cmd.split()[1] == sub]
     if not candidates:
         return None
     defaults = _defaults(parser, sub)

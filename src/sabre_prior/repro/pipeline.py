@@ -76,7 +76,9 @@ class Stage:
         return f"{STAMP_DIR}/{self.name}/" + "/".join("{" + o + "}" for o in self.over) + ".json"
 
     def command(self) -> str:
-        return f"{self.cmd} > {self.log} 2>&1"
+        # the CLI writes the stage's log itself (`sabre --log`, as `> log 2>&1` did) and, when the stage
+        # fails, also prints the log's last lines on stderr: `dvc repro` shows why, not only "failed"
+        return "sabre --log " + self.log + self.cmd.removeprefix("sabre")
 
 
 _AGG_PARAMS = ("models", "splits")
@@ -459,7 +461,7 @@ class Pipeline:
         model's job its backend (reached only through the registry's ``"module:Class"`` strings)."""
         from ..commandmap import COMMANDS
 
-        sub = job.command.split()[1]
+        sub = job.stage.cmd.split()[1]
         start = ["sabre_prior.cli", f"sabre_prior.{COMMANDS[sub]}"]
         model = dict(job.item).get("model")
         if model is not None and "models.{model}" in " ".join(job.stage.params):

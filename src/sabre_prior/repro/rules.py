@@ -134,7 +134,8 @@ def _inputs_comment(stage: Stage) -> list[str]:
 
 
 def _shell(stage: Stage) -> tuple[str, list[str]]:
-    text = stage.cmd.replace("{", "\0").replace("}", "\1")
+    """The declared command (``sabre --log <log> ...``) with Snakemake's placeholders."""
+    text = stage.command().replace(stage.log, "\2").replace("{", "\0").replace("}", "\1")
     text = re.sub("\0(model|split)\1", r"{wildcards.\1}", text)
     params = []
 
@@ -144,11 +145,11 @@ def _shell(stage: Stage) -> tuple[str, list[str]]:
         return "{params." + name + "}"
 
     text = re.sub("\0p:([A-Za-z0-9_.]+)\1", param, text)
-    text = text.replace("\0", "{{").replace("\1", "}}")
+    text = text.replace("\0", "{{").replace("\1", "}}").replace("\2", "{log}")
     if stage.name in PREFIX:
         params.insert(0, f"        prefix={PREFIX[stage.name]},")
         text = "{params.prefix}" + text
-    return f"{text} > {{log}} 2>&1", params
+    return text, params
 
 
 def render_rule(stage: Stage) -> str:

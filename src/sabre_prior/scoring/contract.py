@@ -1,4 +1,4 @@
-"""The official scoring contract (SPEC.md section 4), as small pure functions.
+"""The official scoring contract (docs/benchmark.md, "Scoring"), as small pure functions.
 
 Every ``eval_type`` has one comparison: the prediction and the expected
 answer go through the same normalization and extraction, and the row is

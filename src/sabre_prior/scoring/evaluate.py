@@ -57,6 +57,10 @@ def _reject_constant(name: str) -> Any:
 
 def read_predictions(path: Path, known_ids: set[str]) -> dict[str, Prediction]:
     """Parse one prediction file; raise :class:`PredictionFileError` naming file and line."""
+    if path.is_dir():
+        raise PredictionFileError(
+            f"{path}: is a folder, not a prediction file (expected a JSONL file with one line per question of the split)"
+        )
     if not path.is_file():
         raise PredictionFileError(f"{path}: prediction file not found (expected one line per question of the split)")
     try:
@@ -88,8 +92,33 @@ def read_predictions(path: Path, known_ids: set[str]) -> dict[str, Prediction]:
             raise PredictionFileError(f"{where}: duplicate id {qid!r} (first on line {preds[qid].line})")
         if qid not in known_ids:
             raise PredictionFileError(f"{where}: id {qid!r} is not a question of this split")
+        bad = _lone_surrogate(obj)
+        if bad is not None:
+            raise PredictionFileError(
+                f"{where}: field {bad[0]!r} holds a lone surrogate ({bad[1]}), which is not valid Unicode text "
+                "and cannot be written as UTF-8; write the text as valid UTF-8 (a surrogate pair, or the character itself)"
+            )
         preds[qid] = Prediction(obj[C.PRED_PREDICTION], lineno)
     return preds
+
+
+def _lone_surrogate(obj: Any, field: str = "") -> tuple[str, str] | None:
+    """(field, the escaped code point) of the first lone surrogate in ``obj``'s texts (JSON ``"\\ud800"``
+    decodes to one), else None."""
+    if isinstance(obj, str):
+        for ch in obj:
+            if "\ud800" <= ch <= "\udfff":
+                return field or "<value>", f"\\u{ord(ch):04x}"
+        return None
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        name = f"{field}.{key}" if field else str(key)
+        if isinstance(key, str) and _lone_surrogate(key) is not None:
+            return name, _lone_surrogate(key)[1]  # type: ignore[index]
+        found = _lone_surrogate(value, name)
+        if found is not None:
+            return found
+    return None
 
 
 def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
