@@ -28,6 +28,10 @@ PACKAGE = "sabre_prior"
 RUNNER = tuple(f"{PACKAGE}.repro.{m}" for m in ("dagsync", "runlock", "jobrun", "state", "pipeline", "closure"))
 
 
+#: The CLI's own handlers (``check-config``) are no stage's command: only its top level counts.
+SHALLOW = (f"{PACKAGE}.cli",)
+
+
 def blob_id(data: bytes) -> str:
     """The id git gives a file with these bytes (``git hash-object``)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
@@ -55,7 +59,8 @@ class Closure:
         return f is not None and f.name == "__init__.py"
 
     def _parse(self, module: str) -> tuple[frozenset[str], frozenset[str]]:
-        """(modules of the package ``module`` imports, resource files it names)."""
+        """(modules of the package ``module`` imports, resource files it names). For :data:`SHALLOW`
+        modules only the top level counts (their handlers' lazy imports are other commands')."""
         if module in self._imports:
             return self._imports[module]
         path = self.file_of(module)
@@ -64,7 +69,8 @@ class Closure:
         if path is not None:
             tree = ast.parse(path.read_bytes(), filename=str(path))
             base = module if self._is_package(module) else module.rpartition(".")[0]
-            for node in ast.walk(tree):
+            nodes = tree.body if module in SHALLOW else ast.walk(tree)
+            for node in nodes:
                 if isinstance(node, ast.Import):
                     mods.update(a.name for a in node.names)
                 elif isinstance(node, ast.ImportFrom):
