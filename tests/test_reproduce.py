@@ -3,7 +3,7 @@ as listed in tests/expected/demo_outputs.sha256, and a colleague gets identical 
 DVC remote without recomputing anything.
 
 The list changes only when an output's bytes do (never for a code edit that leaves every output
-alone): regenerate it with `SABRE_UPDATE_DIGESTS=1 python -m pytest -q tests/test_reproduce.py -k list`
+alone): regenerate it with `SABRE_UPDATE_DIGESTS=1 python -m pytest -q tests/test_reproduce.py -k listed`
 and review the diff. This repository commits no dvc.lock: a run makes it, and a user who shares
 results commits it with params.yaml (README, "Share with a colleague").
 """
@@ -24,7 +24,7 @@ UP_TO_DATE = "Data and pipelines are up to date."
 EXPECTED = ROOT / "tests" / "expected" / "demo_outputs.sha256"
 REGENERATE = (
     "the demo's outputs differ from tests/expected/demo_outputs.sha256: if the change is intended, "
-    "regenerate it with `SABRE_UPDATE_DIGESTS=1 python -m pytest -q tests/test_reproduce.py -k list`"
+    "regenerate it with `SABRE_UPDATE_DIGESTS=1 python -m pytest -q tests/test_reproduce.py -k listed`"
 )
 
 
