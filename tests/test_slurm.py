@@ -55,6 +55,11 @@ def _jobs(dry_run_output: str) -> list[dict[str, str]]:
     return jobs
 
 
+def _empty_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def test_dry_run_requested_resources(tmp_path: Path) -> None:
     """GPU models ask for their GPUs, CPUs, memory and time in rule predict_local;
     API, baseline, scoring and report jobs ask for no GPU."""
@@ -62,7 +67,8 @@ def test_dry_run_requested_resources(tmp_path: Path) -> None:
     models = {
         "qwen7b": {**presets["qwen2.5-vl-7b"], "cuda_visible_devices": "1"},
         "qwen72b": presets["qwen2.5-vl-72b"],
-        "tiny": lmp.tiny_model_settings(tmp_path / "no-model-needed-for-a-dry-run", gpus=0),
+        # a dry run loads no weights, but a local model's folder must exist (checked at DAG build time)
+        "tiny": lmp.tiny_model_settings(_empty_dir(tmp_path / "no-model-needed-for-a-dry-run"), gpus=0),
         "gpt": {"backend": "openai", "model_id": "gpt-4o", "api_key_env": "OPENAI_API_KEY"},
     }
     root = lmp.make_project(tmp_path / "project", models)
@@ -86,8 +92,8 @@ def test_dry_run_requested_resources(tmp_path: Path) -> None:
         if not job["rule"].startswith("predict"):
             assert job.get("gpu", "0") == "0", job
     # a model pinned to a device on a workstation
-    assert re.search(r"^Shell command: CUDA_VISIBLE_DEVICES=1 sabre predict --model qwen7b ", out, re.M), out[-3000:]
-    assert not re.search(r"CUDA_VISIBLE_DEVICES=\S* sabre predict --model (qwen72b|tiny|gpt|random) ", out)
+    assert re.search(r"^Shell command: CUDA_VISIBLE_DEVICES=1 sabre --log \S+ predict --model qwen7b ", out, re.M), out[-3000:]
+    assert not re.search(r"CUDA_VISIBLE_DEVICES=\S* sabre --log \S+ predict --model (qwen72b|tiny|gpt|random) ", out)
 
 
 FAKE_TOOLS = {
@@ -113,7 +119,7 @@ def test_sbatch_requests_with_fake_slurm(tmp_path: Path) -> None:
     models = {
         "qwen72b": presets["qwen2.5-vl-72b"],
         "qwen7b": presets["qwen2.5-vl-7b"],
-        "tiny": lmp.tiny_model_settings(tmp_path / "unused", gpus=0),
+        "tiny": lmp.tiny_model_settings(_empty_dir(tmp_path / "unused"), gpus=0),
     }
     root = lmp.make_project(tmp_path / "project", models, only=True)
     (root / "data" / "demo").mkdir(parents=True)

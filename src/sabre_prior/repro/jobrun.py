@@ -132,9 +132,8 @@ def adopt(parser: argparse.ArgumentParser, argv: Sequence[str], args: argparse.N
     best: tuple[int, Any, dict[str, Any]] | None = None
     for job in candidates:
         declared = _values(parser.parse_args(_argv_of(job.command)))
-        filled = {k: (v if k in explicit else declared.get(k, v)) for k, v in given.items()}
-        differ = sorted(k for k in set(filled) | set(declared) if filled.get(k) != declared.get(k))
-        if not differ:
+        differ = sorted(k for k in explicit if given.get(k) != declared.get(k))
+        if not differ:  # the arguments given name this job: the rest are the rule's
             for k, v in declared.items():
                 setattr(args, k, v)
             if not os.environ.get("DVC_STAGE") and not os.environ.get("SABRE_RUN"):
@@ -148,7 +147,7 @@ def adopt(parser: argparse.ArgumentParser, argv: Sequence[str], args: argparse.N
             k for k, v in declared.items()
             if isinstance(v, str) and v and any(o == v or o.startswith(v.rstrip("/") + "/") for o in job.outputs)
         }
-        writes = any(_under_outputs(root, filled.get(k)) for k in outs)
+        writes = any(_under_outputs(root, given.get(k)) and given.get(k) == declared.get(k) for k in outs)
         if writes and (best is None or len(differ) < best[0]):
             best = (len(differ), job, {k: declared.get(k) for k in differ})
     if best is not None:
