@@ -47,8 +47,8 @@ def dvc_plan(project: Path) -> tuple[Counter, list[str]]:
     return Counter(normalize(c) for c in cmds), stages
 
 
-def test_committed_dvc_yaml_is_fresh() -> None:
-    """CI's freshness check: regenerate dvc.yaml from the declaration and compare with the committed file."""
+def test_committed_dvc_yaml_and_rule_files_are_fresh() -> None:
+    """CI's freshness check: regenerate dvc.yaml and the rule files from the declaration and compare."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     assert (ROOT / "dvc.yaml").read_text(encoding="utf-8") == render_dvc_yaml(Pipeline(params, ROOT)), (
         "dvc.yaml is stale: run `sabre generate` and commit it"
@@ -78,9 +78,15 @@ def test_dvc_yaml_check_catches_an_edited_dvc_yaml(project: Path, tmp_path: Path
     other = tmp_path / "other"
     shutil.copytree(project, other, symlinks=True)
     text = (other / "dvc.yaml").read_text(encoding="utf-8")
-    (other / "dvc.yaml").write_text(text.replace("--outdir results/tables >", "--outdir results/tables --x >", 1))
+    assert "--outdir results/tables" in text
+    (other / "dvc.yaml").write_text(text.replace("--outdir results/tables", "--outdir results/tables --x", 1))
     proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=other, capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and "run `sabre generate`" in proc.stderr
+    rules = other / "workflow/rules/scoring.smk"  # a rule file edited by hand is caught too
+    (other / "dvc.yaml").write_text(text, encoding="utf-8")
+    rules.write_text(rules.read_text(encoding="utf-8").replace("--output", "--outptu", 1), encoding="utf-8")
+    proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=other, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "workflow/rules/scoring.smk" in proc.stderr
 
 
 def test_adding_a_model_needs_no_regeneration(project: Path, tmp_path: Path) -> None:
