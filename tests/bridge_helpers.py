@@ -33,14 +33,14 @@ def assert_agree(project: Path) -> bool:
 
 def tracked_outputs(project: Path) -> list[str]:
     """Every file of every output dvc.yaml declares (as DVC renders it for this params.yaml)."""
-    stages = yaml.safe_load(dvc(project, "stage", "list", "--name-only").stdout or "[]")
+    stages = dvc(project, "stage", "list", "--name-only").stdout.split()
     lock = yaml.safe_load((project / "dvc.lock").read_text(encoding="utf-8"))["stages"]
     files = []
     for name in stages or []:
         for o in lock.get(name, {}).get("outs", []):
             p = project / o["path"]
             files += [str(f.relative_to(project)) for f in sorted(p.rglob("*")) if f.is_file()] if p.is_dir() else [o["path"]]
-    return sorted(f for f in files if not f.startswith(".sabre/"))
+    return sorted(f for f in files if not f.startswith(".sabre/") and not f.endswith(".snakemake_timestamp"))
 
 
 def digests(project: Path, files: list[str] | None = None) -> dict[str, str]:
