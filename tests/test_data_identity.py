@@ -81,6 +81,7 @@ def test_fetch_records_the_demo_as_the_source(demo_parquet_dir: Path, demo_dir: 
 
 
 @pytest.mark.parametrize("other_source", ["Zesearch/SABRE-Prior", "./mirror"])
+@pytest.mark.slow  # runs every aggregate stage's command twice
 def test_a_new_source_that_was_never_fetched_does_not_relabel_the_outputs(
     demo_project: tuple[Path, dict], other_source: str
 ) -> None:

@@ -82,6 +82,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_project(tmp_path_factory.mktemp("commands") / "project")
 
 
+@pytest.mark.slow  # one Snakemake dry run per documented command
 def test_every_documented_snakemake_command_parses(demo: Path) -> None:
     failures = []
     seen: set[str] = set()
@@ -103,6 +104,7 @@ def test_every_documented_snakemake_command_parses(demo: Path) -> None:
     assert not failures, "documented commands that do not run:\n\n" + "\n\n".join(failures)
 
 
+@pytest.mark.slow  # one Snakemake dry run per documented command
 def test_the_old_order_would_have_been_caught(demo: Path) -> None:
     """The check can fail: the command order the issue reported does not parse."""
     proc = snakemake(["--cores", "8", "--resources", "api_jobs=2", "all", "-n", "--quiet", "rules"], demo, check=False)

@@ -268,6 +268,7 @@ def _run_cli(tmp_path: Path, outdir: Path, hashseed: str, intervals: bool) -> No
     subprocess.run(cmd, check=True, capture_output=True, env=env)
 
 
+@pytest.mark.slow  # renders every figure in fresh processes
 def test_files_valid_and_identical_across_processes(tmp_path: Path) -> None:
     params = make_fixture(tmp_path, 4)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")

@@ -62,6 +62,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_repo(tmp_path_factory.mktemp("parity") / "project")
 
 
+@pytest.mark.slow  # plans with both tools
 def test_both_tools_plan_the_same_commands(project: Path) -> None:
     smk_plan = snakemake_plan(project)
     dvc_cmds, stages = dvc_plan(project)
@@ -89,6 +90,7 @@ def test_dvc_yaml_check_catches_an_edited_dvc_yaml(project: Path, tmp_path: Path
     assert proc.returncode == 1 and "workflow/rules/scoring.smk" in proc.stderr
 
 
+@pytest.mark.slow  # plans with both tools
 def test_adding_a_model_needs_no_regeneration(project: Path, tmp_path: Path) -> None:
     other = tmp_path / "model"
     shutil.copytree(project, other, symlinks=True)
@@ -100,6 +102,7 @@ def test_adding_a_model_needs_no_regeneration(project: Path, tmp_path: Path) -> 
     assert {"evaluate@always_yes_again", "predict@always_yes_again-context", "intervals@always_yes_again"} <= names
 
 
+@pytest.mark.slow  # plans with both tools
 def test_a_local_source_has_no_demo_stage_and_depends_on_each_splits_folder(
     project: Path, tmp_path: Path, demo_dir: Path
 ) -> None:

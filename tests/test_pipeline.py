@@ -16,6 +16,9 @@ from tests.project import snakemake
 SPLITS = ("context", "texture", "attribute", "language")
 
 
+pytestmark = pytest.mark.slow  # a whole Snakemake run of the demo
+
+
 @pytest.fixture(scope="module")
 def demo_run(demo_repo_run_copy: Path) -> Path:
     """`snakemake --cores 2 all` in a copy of the project (the session's run, tests/conftest.py)."""

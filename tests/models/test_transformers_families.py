@@ -117,6 +117,7 @@ def test_the_image_reaches_the_model(family: str, checkpoints: dict[str, Path]) 
 
 
 @pytest.mark.parametrize(("family", "package"), [("qwen2_vl", "torchvision"), ("smolvlm", "num2words")])
+@pytest.mark.slow  # a fresh interpreter importing torch per family
 def test_a_missing_processor_package_is_named_before_loading(family: str, package: str, checkpoints: dict[str, Path], tmp_path: Path) -> None:
     """In an environment without ``package`` (this one's site-packages less that package),
     the pre-flight stops with one line naming it, instead of a traceback from AutoProcessor."""
