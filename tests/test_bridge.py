@@ -109,12 +109,15 @@ def test_an_unresolvable_source_stops_and_names_it(work: Path, clean: dict[str, 
     params["dataset"]["source"] = source
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     # the hub: HF_HUB_OFFLINE=1 in the tests, and no network: resolving the revision must fail
+    before = (work / "dvc.yaml").read_bytes()
     proc = smk(work, "--cores", "2", "all", check=False)
     assert proc.returncode != 0
     assert source in out(proc) and "keeping" not in out(proc)
-    assert digests(work) == clean  # nothing relabelled
-    proc = dvc(work, "repro", check=False)
+    assert digests(work, list(clean)) == clean  # nothing relabelled, nothing touched
+    assert (work / "dvc.yaml").read_bytes() == before
+    proc = dvc(work, "repro", check=False)  # DVC's stage `recipes` resolves the source and stops
     assert proc.returncode != 0 and source in out(proc)
+    assert digests(work, list(clean)) == clean
 
 
 def test_a_damaged_lock_is_repaired_by_sabre_recover(work: Path, clean: dict[str, str]) -> None:

@@ -270,11 +270,11 @@ def downstream(jobs: Sequence[Job], start: Iterable[str]) -> set[str]:
     return seen
 
 
-def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None) -> Plan:
+def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None, hub: Mapping[str, str] | None = None) -> Plan:
     """Steps 2-4 of the module doc; gates touched for the jobs to run."""
     root = pipeline.root
     result = Plan(pipeline, active=True, lock=lock)
-    hub = resolve_hub(pipeline)
+    hub = resolve_hub(pipeline) if hub is None else hub
     state.remove_temp_files(root)
     written = state.write_recipes(pipeline, hub)
     jobs = pipeline.jobs()
@@ -392,9 +392,10 @@ def before_planning(params: Mapping[str, Any], root: Path | None = None) -> Plan
         lock.acquire()
         os.environ[RUN_ENV] = "1"  # Snakemake's jobs inherit it: they are jobs, not hand runs
         use_dvc = enabled(pipeline.root)
+        hub = resolve_hub(pipeline)  # an unresolvable source stops here, before anything is written
         if use_dvc:
             write_dvc_yaml(pipeline)
-        result = plan(pipeline, use_dvc=use_dvc, lock=lock)
+        result = plan(pipeline, use_dvc=use_dvc, lock=lock, hub=hub)
     except SabreError as exc:
         lock.release()
         print(f"error: {exc}", file=sys.stderr)
