@@ -114,7 +114,15 @@ def _recipes(args: argparse.Namespace) -> int:
     from .state import write_recipes
 
     pipeline = _pipeline(args)
-    written = write_recipes(pipeline, dagsync.resolve_hub(pipeline))
+    hub = dagsync.resolve_hub(pipeline)
+    from .pipeline import dvc_yaml_is_fresh
+
+    if os.environ.get("DVC_STAGE") and not dvc_yaml_is_fresh(pipeline):
+        # dvc.yaml depends on the kind of dataset.source (the demo stage, a mirror's folders)
+        raise SabreError(
+            "dvc.yaml was generated for another dataset.source (or is stale): run `sabre generate`, then `dvc repro` again"
+        )
+    written = write_recipes(pipeline, hub)
     if os.environ.get("DVC_STAGE") == "recipes":  # DVC records this stage when the command ends
         from .state import write_made
 
