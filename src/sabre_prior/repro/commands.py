@@ -131,13 +131,20 @@ def _recipes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _p_recipes(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "recipes",
-        help="write each job's recipe (.sabre/recipes/): command, settings read, code ids (the DVC stage `recipes`)",
-    )
-    add_params(p)
-    p.set_defaults(func=_recipes)
+def _simple(name: str, func: Callable[[argparse.Namespace], int], help: str) -> Callable[[argparse._SubParsersAction], None]:
+    """The registrar of a subcommand whose only option is ``--params``."""
+
+    def register(sub: argparse._SubParsersAction) -> None:
+        p = sub.add_parser(name, help=help)
+        add_params(p)
+        p.set_defaults(func=func)
+
+    return register
+
+
+_p_recipes = _simple(
+    "recipes", _recipes, "write each job's recipe (.sabre/recipes/): command, settings read, code ids (the DVC stage `recipes`)"
+)
 
 
 def _recover(args: argparse.Namespace) -> int:
@@ -189,13 +196,7 @@ def _status(args: argparse.Namespace) -> int:
     return 1 if names else 0
 
 
-def _p_status(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "status",
-        help="which jobs would run, and why (read only; exit 1 when some would)",
-    )
-    add_params(p)
-    p.set_defaults(func=_status)
+_p_status = _simple("status", _status, "which jobs would run, and why (read only; exit 1 when some would)")
 
 
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_generate, _p_recipes, _p_recover, _p_status]
