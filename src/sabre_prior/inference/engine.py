@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: The async path reads and prepares this many questions between two chances for the workers to send.
 PRODUCER_CHUNK = 8
+#: Questions read ahead per worker: the queue is bounded so that memory stays flat in N (images are not all held).
+QUEUE_PER_WORKER = 2
 
 
 @dataclass(frozen=True)
@@ -420,17 +422,22 @@ class Engine:
     # -- async path -----------------------------------------------------------------------
     async def _run_async(self, items: Iterator[WorkItem]) -> None:
         limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute)
-        queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue()
+        queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue(maxsize=QUEUE_PER_WORKER * self.s.concurrency)
         workers = [asyncio.create_task(self._worker(queue, limiter)) for _ in range(self.s.concurrency)]
         try:
             for n, item in enumerate(items, start=1):
                 group = self._accept(item)
                 if group is not None:
-                    queue.put_nowait(group)
+                    await queue.put(group)  # bounded: only a few questions (and images) wait in memory
+                    if self._ready is None:  # the first call: set up the backend and send it before reading on
+                        self._ready = asyncio.ensure_future(asyncio.to_thread(self.backend.prepare))
+                        await asyncio.wait({self._ready})
+                        for _ in range(3):
+                            await asyncio.sleep(0)  # the worker takes the question and sends it
                 if n % PRODUCER_CHUNK == 0:
                     await asyncio.sleep(0)  # let the workers send what is ready
             for _ in workers:
-                queue.put_nowait(None)
+                await queue.put(None)
             await asyncio.gather(*workers)
         finally:
             for w in workers:
