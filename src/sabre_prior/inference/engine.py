@@ -38,13 +38,14 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Sized
 
 from ..errors import ConfigError
 from .journal import Journal, is_refusal
 from .models.base import Backend, CallError, Completion, Query
 from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
-from .ratelimit import RateLimiter
+from .ratelimit import FileStore, MemoryStore, RateLimiter
 from .usage import RunStats
 
 log = logging.getLogger(__name__)
@@ -263,8 +264,11 @@ class Engine:
         progress: bool = True,
         journal_fields: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        pacing: "Path | None" = None,
     ) -> None:
         self.backend = backend
+        #: the model's shared pacing state file (sabre_prior.inference.ratelimit); None: this run's alone
+        self.pacing = pacing
         self.journal = journal
         self.s = settings
         self.desc = desc
@@ -421,7 +425,8 @@ class Engine:
 
     # -- async path -----------------------------------------------------------------------
     async def _run_async(self, items: Iterator[WorkItem]) -> None:
-        limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute)
+        store = FileStore(self.pacing) if self.pacing is not None else MemoryStore()
+        limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute, store=store)
         queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue(maxsize=QUEUE_PER_WORKER * self.s.concurrency)
         workers = [asyncio.create_task(self._worker(queue, limiter)) for _ in range(self.s.concurrency)]
         try:
@@ -446,6 +451,7 @@ class Engine:
             if self._ready is not None:
                 await asyncio.gather(self._ready, return_exceptions=True)
             await self.backend.aclose()
+            limiter.close()
 
     async def _worker(self, queue: asyncio.Queue[list[WorkItem] | None], limiter: RateLimiter) -> None:
         while True:
@@ -484,7 +490,7 @@ class Engine:
                 self._record_spend(group, attempt - 1, rejected_in, rejected, f"not attempted: {self._abort}")
                 self._fail(group, f"not attempted: {self._abort}")
                 return
-            async with limiter.slot(item.est_tokens):
+            async with limiter.slot(item.est_tokens) as ticket:
                 t0 = time.perf_counter()
                 self.stats.attempts += 1
                 try:
@@ -511,17 +517,20 @@ class Engine:
                 except CallError as exc:
                     err = exc
                 latency = time.perf_counter() - t0
+                if err is None or err.kind == "empty":  # an answer came: the call itself went through
+                    used = (completion.input_tokens or 0) + (completion.output_tokens or 0)
+                    ticket.done("ok", completion.headers, tokens=used or None)
+                elif err.kind in ("rate_limit", "overloaded"):
+                    ticket.done("limited", err.headers, err.retry_after)
+                else:
+                    ticket.done("other", err.headers)
             if err is None:
-                limiter.on_success()
-                used = (completion.input_tokens or 0) + (completion.output_tokens or 0)
                 limiter.settle(item.est_tokens, used if completion.input_tokens is not None else None)
                 self._succeed(
                     group, completion, latency=latency, attempts=attempt, rejected=rejected, rejected_input=rejected_in
                 )
                 return
             self.stats.count_error(err.kind)
-            if err.kind in ("rate_limit", "overloaded"):
-                limiter.on_rate_limited(err.retry_after)
             message = redact(str(err), self._secrets)
             if err.kind == "refusal":  # a moderation rejection of this question: final, journaled
                 refused = Completion(text="", finish_reason=None, outcome=REFUSAL, detail=message)

@@ -114,6 +114,15 @@ def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[Wor
         yield item
 
 
+def pacing_path(backend: Backend, journal_dir: str | Path | None = None) -> Path:
+    """``.sabre/pacing/<provider>+<model>+<endpoint>.json`` (next to ``journal_dir`` when given)."""
+    from .ratelimit import state_path
+
+    root = Path(journal_dir).parent / "pacing" if journal_dir is not None else Path(C.JOURNAL_DIR).parent / "pacing"
+    return state_path(root, getattr(backend, "provider_name", "api"), str(getattr(backend, "model_id", backend.name)),
+                      getattr(backend, "base_url", None))  # fmt: skip
+
+
 def _prepare(
     model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None
 ) -> tuple[Backend, str, list[WorkItem]]:
@@ -169,8 +178,11 @@ def predict_split(
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     runner: Any = Engine
+    extra: dict[str, Any] = {}
     if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.inference.batch)
         from .batch import BatchEngine as runner
+    elif backend.kind == "api":  # one pacing state per provider and model, shared by the model's split jobs
+        extra["pacing"] = pacing_path(backend, journal_dir)
     try:
         engine = runner(
             backend,
@@ -179,6 +191,7 @@ def predict_split(
             desc=f"{model}/{split}",
             progress=progress,
             journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template},
+            **extra,
         )
         result = engine.run(stream, total=_row_count(data_path))
     finally:
