@@ -33,6 +33,7 @@ is never an answer: it is returned with its reason in
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import sys
@@ -146,6 +147,13 @@ class EngineResult:
     spent: list[dict[str, Any]] = field(default_factory=list)  # journaled spend of failed questions
     aborted: str | None = None  # set when a fatal error stopped the run
     wall_s: float = 0.0
+
+
+def without_image(item: WorkItem) -> WorkItem:
+    """The item with its image bytes dropped (what is kept once its call is over)."""
+    if not item.query.image:
+        return item
+    return dataclasses.replace(item, query=dataclasses.replace(item.query, image=b""))
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
@@ -387,6 +395,7 @@ class Engine:
             record = self.journal.append(record)
         self._key_record[item.key] = record
         self._assign(group, record)
+        self._release_images(group)
         if completion.outcome == REFUSAL:
             log.warning("%s: %s refused (%s)", self.desc, ", ".join(i.query.id for i in group), record.get("detail"))
         else:
@@ -394,6 +403,11 @@ class Engine:
         self.stats.calls += 1
         self.stats.latencies.append(latency)
         self._progress_update(len(group), changed=completion.outcome == REFUSAL)
+
+    def _release_images(self, group: Sequence[WorkItem]) -> None:
+        """Drop the image bytes of a finished group (duplicates arriving later need only its outcome)."""
+        if isinstance(group, list):
+            group[:] = [without_image(i) for i in group]
 
     def _record_spend(self, group: Sequence[WorkItem], attempts: int, tokens_in: int, tokens_out: int, reason: str) -> None:
         """Journal what a failed question's attempts were billed (never read back as a result)."""
@@ -407,6 +421,7 @@ class Engine:
     def _fail(self, group: Sequence[WorkItem], reason: str) -> None:
         reason = redact(reason, self._secrets)
         self._key_failure[group[0].key] = reason
+        self._release_images(group)
         for item in group:
             self._failures[item.query.id] = reason
         self.stats.failures += len(group)

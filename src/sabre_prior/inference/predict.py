@@ -109,8 +109,11 @@ def _row_count(data_path: Path) -> int | None:
 
 
 def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[WorkItem]:
+    """Pass the items on, keeping each without its image bytes (memory stays flat in N)."""
+    from .engine import without_image
+
     for item in items:
-        into.append(item)
+        into.append(without_image(item))
         yield item
 
 
