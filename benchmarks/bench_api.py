@@ -12,6 +12,7 @@ RSS of ``sabre predict`` at N and at 4N (``--rss-n``; flat in N: images are
 streamed, not all held).  Each row has its own image bytes (a distinct trailer
 after the JPEG's end marker), so Parquet cannot deduplicate them.
 Child processes may write bytecode (an installed package has its .pyc files).
+Needs GNU time (``/usr/bin/time``) for the peak RSS.
 
     python benchmarks/bench_api.py                      # N=1000, L=0.2, C in 8 32 64
     python benchmarks/bench_api.py --concurrency 1      # the 200 s run
@@ -99,17 +100,23 @@ def child_env() -> dict[str, str]:
     return env
 
 
+TIME = shutil.which("time") or "/usr/bin/time"
+
+
 def run_timed(cmd: list[str], cwd: Path, log_path: Path) -> tuple[float, float, int]:
-    """(start monotonic, exit after s, peak RSS MB) of one child process."""
+    """(start monotonic, exit after s, peak RSS MB) of one child process.
+
+    The peak RSS comes from GNU time (``%M``), not from this process's ``wait4``: a child
+    forked from this (large) benchmark process counts the parent's pages until it execs.
+    """
+    rss_file = log_path.with_suffix(".rss")
     with open(log_path, "w") as log:
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=child_env(), stdout=log, stderr=log)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([TIME, "-o", str(rss_file), "-f", "%M", *cmd], cwd=cwd, env=child_env(), stdout=log, stderr=log)
         t_exit = time.monotonic() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed; see {log_path}")
-    return t0, t_exit, usage.ru_maxrss // 1024
+    return t0, t_exit, int(rss_file.read_text().split()[-1]) // 1024
 
 
 def call_times(server: FakeServer, n: int, t0: float) -> tuple[float, float]:

@@ -448,7 +448,7 @@ class Engine:
             for n, item in enumerate(items, start=1):
                 group = self._accept(item)
                 if group is not None:
-                    await queue.put(group)  # bounded: only a few questions (and images) wait in memory
+                    await self._put(queue, group, workers)  # bounded: only a few questions (and images) wait
                     if self._ready is None:  # the first call: set up the backend and send it before reading on
                         self._ready = asyncio.ensure_future(asyncio.to_thread(self.backend.prepare))
                         await asyncio.wait({self._ready})
@@ -457,7 +457,7 @@ class Engine:
                 if n % PRODUCER_CHUNK == 0:
                     await asyncio.sleep(0)  # let the workers send what is ready
             for _ in workers:
-                await queue.put(None)
+                await self._put(queue, None, workers)
             await asyncio.gather(*workers)
         finally:
             for w in workers:
@@ -467,6 +467,26 @@ class Engine:
                 await asyncio.gather(self._ready, return_exceptions=True)
             await self.backend.aclose()
             limiter.close()
+
+    @staticmethod
+    async def _put(queue: asyncio.Queue[Any], value: Any, workers: Sequence[asyncio.Task[None]]) -> None:
+        """Put into the bounded queue; a worker that died (its error is raised here) never leaves it full forever."""
+        try:
+            queue.put_nowait(value)
+            return
+        except asyncio.QueueFull:
+            pass
+        put = asyncio.ensure_future(queue.put(value))
+        while not put.done():
+            done, _ = await asyncio.wait({put, *workers}, return_when=asyncio.FIRST_COMPLETED)
+            for w in done:
+                if w is not put and w.exception() is not None:
+                    put.cancel()
+                    raise w.exception()  # type: ignore[misc]
+            workers = [w for w in workers if not w.done()]
+            if not workers and not put.done():
+                put.cancel()
+                return
 
     async def _worker(self, queue: asyncio.Queue[list[WorkItem] | None], limiter: RateLimiter) -> None:
         while True:

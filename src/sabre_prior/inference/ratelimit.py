@@ -66,6 +66,10 @@ INCREASE_SHARE = 0.01
 INCREASE_ABS = 0.03
 #: burst of the pacing bucket, in seconds of the rate (at least one request)
 BURST_S = 0.1
+#: the slowest pace set from a 429 (requests per second; 3 per minute)
+MIN_RATE = 0.05
+#: answers needed in a second before the rate they came at is trusted
+MIN_MEASURED = 4
 #: a state file older than this is started afresh (limits change, tiers move)
 STALE_S = 600.0
 #: how often a process blocked on the shared window looks again (its own releases wake it at once)
@@ -195,9 +199,12 @@ def _count_answer(st: dict[str, Any], now: float) -> None:
         st["sent"] = [start, count + 1, measured]
 
 
-def _measured_rate(st: Mapping[str, Any], now: float) -> float:
+def _measured_rate(st: Mapping[str, Any], now: float) -> float | None:
+    """Answers per second lately (None: too few answers to tell)."""
     start, count, measured = st["sent"]
-    return max(measured, count / max(0.25, now - start))
+    if measured <= 0 and count < MIN_MEASURED:
+        return None
+    return max(measured, count / max(1.0, now - start))
 
 
 def release(
@@ -238,9 +245,11 @@ def release(
             target = _target(st, configured_rate)
             if target is not None:
                 base = st["rate"] if st["rate"] is not None else target * HEADROOM
-            else:  # no limit known: from the rate answers actually came at
-                base = min(st["rate"] or float("inf"), _measured_rate(st, now))
-            st["rate"] = max(0.05, base * DECREASE)
+            else:  # no limit known: from the rate answers actually came at (none yet: the window and pause only)
+                measured = _measured_rate(st, now)
+                base = st["rate"] if measured is None else min(st["rate"] or float("inf"), measured)
+            if base is not None:
+                st["rate"] = max(MIN_RATE, base * DECREASE)
             st["level"] = min(st["level"], 0.0)
         pause = min(MAX_PAUSE_S, retry_after if retry_after is not None else 1.0)
         st["cool_until"] = max(st["cool_until"], now + pause)
