@@ -89,13 +89,22 @@ def test_429_episode_cuts_once_pauses_and_recovers() -> None:
     st = R.new_state(0.0)
     st["window"] = 16.0
     R.acquire(st, "p", 0.0, 16)
-    R.acquire(st, "p", 0.0, 16)
-    R.release(st, "p", 0.1, 16, outcome="limited", retry_after=2.0)
-    assert st["window"] == 12.0 and st["cool_until"] == pytest.approx(2.1) and st["rate"] is not None
+    R.release(st, "p", 0.05, 16, outcome="limited", retry_after=0.01)
+    assert st["rate"] is None, "no answer yet: nothing to take a rate from"
+    for i in range(8):  # eight answers in the next second
+        R.acquire(st, "p", 0.1 + i / 10, 16)
+        R.release(st, "p", 0.1 + i / 10, 16, outcome="ok")
+    st["episode_until"] = 0.0
+    st["window"] = 16.0
+    R.acquire(st, "p", 1.0, 16)
+    R.acquire(st, "p", 1.0, 16)
+    R.release(st, "p", 1.1, 16, outcome="limited", retry_after=1.0)
+    assert st["window"] == 12.0 and st["cool_until"] == pytest.approx(2.1)
+    assert st["rate"] == pytest.approx(0.75 * 8, rel=0.3), "a quarter below the rate answers came at"
     rate = st["rate"]
-    R.release(st, "p", 0.2, 16, outcome="limited", retry_after=2.0)  # the same burst: no second cut
+    R.release(st, "p", 1.2, 16, outcome="limited", retry_after=1.0)  # the same burst: no second cut
     assert st["window"] == 12.0 and st["rate"] == rate
-    assert R.acquire(st, "p", 1.0, 16) == pytest.approx(1.2), "new requests wait out the (longest) pause"
+    assert R.acquire(st, "p", 1.5, 16) == pytest.approx(0.7), "new requests wait out the (longest) pause"
     for _ in range(500):
         R.release(st, "p", 3.0, 16, outcome="ok")
     assert st["window"] == 16.0 and st["rate"] > rate
