@@ -17,7 +17,6 @@ import logging
 import sys
 from typing import Callable, Sequence
 
-from . import __version__
 from .cliargs import add_params
 from .errors import SabreError
 
@@ -65,6 +64,21 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class _Version(argparse.Action):
+    """``--version``, reading the package metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: str = argparse.SUPPRESS,
+                 help: str | None = None) -> None:  # fmt: skip
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        from . import __version__
+
+        print(f"sabre {__version__}")
+        parser.exit()
+
+
 def command_modules(argv: Sequence[str]) -> list[str]:
     """The modules ``argv`` needs: the requested subcommand's only, or all of them (help, unknown)."""
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -77,7 +91,7 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
     """The parser with the subcommands of ``modules`` (default: all of them)."""
     parser = argparse.ArgumentParser(prog="sabre", description="SABRE-Prior evaluation pipeline")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    parser.add_argument("--version", action="version", version=f"sabre {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in dict.fromkeys(COMMANDS.values()) if modules is None else modules:
         registrars = REGISTRARS if module == "cli" else importlib.import_module(f"{__package__}.{module}").REGISTRARS

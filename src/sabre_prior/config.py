@@ -103,15 +103,51 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: configuration file not found (run from the project root or pass --params)")
+    raw = p.read_bytes()
     try:
-        with open(p, encoding="utf-8") as fh:
-            params = yaml.safe_load(fh)
+        params = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     if not isinstance(params, dict):
         raise ConfigError(f"{p}: top level must be a mapping")
-    validate_params(params, str(p))
+    marker = _validated_marker(raw)
+    if marker is None or not marker.is_file():
+        validate_params(params, str(p))
+        _remember(marker)
     return params
+
+
+#: where a successful validation is remembered (by the hash of the file, the schema and the validating code)
+VALIDATED_DIR = Path(".sabre") / "cache" / "validated-params"
+
+
+def _validated_marker(raw: bytes) -> Path | None:
+    """The marker file of one successful validation of exactly these bytes by exactly this schema and code.
+
+    Importing jsonschema and validating take about 0.1 s, a fifth of the start-up budget of
+    ``sabre predict`` (docs/performance.md); a file validated before need not be again.
+    """
+    import hashlib
+
+    from . import registry
+
+    h = hashlib.sha256(raw)
+    try:
+        for f in (schema_path(), Path(__file__), Path(registry.__file__)):
+            h.update(f.read_bytes())
+    except OSError:
+        return None
+    return VALIDATED_DIR / h.hexdigest()
+
+
+def _remember(marker: Path | None) -> None:
+    if marker is None:
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:  # a read-only project: validate every time
+        pass
 
 
 def model_settings(params: Mapping[str, Any], model: str, source: str = "params.yaml") -> dict[str, Any]:
