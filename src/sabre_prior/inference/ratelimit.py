@@ -328,11 +328,11 @@ class FileStore:
                 holders = st.get("holders", {}) if isinstance(st, dict) else {}
                 st = new_state(now)
                 st["holders"] = holders
-            st["holders"] = {p: n for p, n in st["holders"].items() if _alive(int(p))}
+            st["holders"] = {p: n for p, n in st["holders"].items() if not p.isdigit() or _alive(int(p))}
             result = fn(st, now)
             data = json.dumps(st, separators=(",", ":")).encode()
-            os.pwrite(self._fd, data, 0)
-            os.ftruncate(self._fd, len(data))
+            # padded with spaces (JSON allows them) to the length read: no truncation per call
+            os.pwrite(self._fd, data.ljust(len(raw)), 0)
             return result
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
