@@ -180,6 +180,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 64])
     parser.add_argument("--image-size", default="1400x939", help="WxH of the JPEGs (default: the real data's size)")
     parser.add_argument("--rss-n", type=int, default=4000, help="a second N for the peak-RSS comparison (0: skip)")
+    parser.add_argument("--server-limit", type=float, default=1e5,
+                        help="requests per second the server's rate-limit headers announce (0: no headers; "
+                             "sabre then starts slowly, one more request in flight per answer)")  # fmt: skip
     args = parser.parse_args()
     size = tuple(int(v) for v in args.image_size.lower().split("x"))
     rows, bare, rss = [], [], {}
@@ -188,8 +191,10 @@ def main() -> int:
         data = project / "data" / "parquet" / "attribute.parquet"
         kb = write_data(data, args.n, size)  # type: ignore[arg-type]
         print(f"N={args.n} questions, L={args.latency * 1000:.0f} ms, images {args.image_size} JPEG (~{kb:.0f} KB), "
-              f"{os.cpu_count()} CPUs")
-        with FakeServer(latency=args.latency, decode_images=False) as server:
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
+        # rate_limit: the server sends OpenAI's x-ratelimit-* headers with every answer, as OpenAI does
+        # (tests/servers/protocols.py), at a limit far above what is sent (no 429 here: bench_pacing.py)
+        with FakeServer(latency=args.latency, decode_images=False, rate_limit=args.server_limit or None) as server:
             for c in args.concurrency:
                 bare.append(run_bare(project, server, args.n, c))
                 rows.append(run_once(project, server, args.n, c, args.latency))

@@ -8,6 +8,7 @@ between the first request and the last answer) and the share of calls that got a
 
     python benchmarks/bench_pacing.py                          # R in 2 5 20 50 200, OpenAI headers
     python benchmarks/bench_pacing.py --protocol anthropic     # anthropic-ratelimit-* and retry-after
+    python benchmarks/bench_pacing.py --protocol gemini        # no rate-limit header: 429s with RetryInfo only
 
 Targets: achieved >= 90% of R and < 2% of the calls answered 429, the configured
 concurrency (the ceiling) never exceeded.
@@ -63,7 +64,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="questions per run: R x this")
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64, help="the configured ceiling")
-    parser.add_argument("--protocol", default="openai", choices=["openai", "anthropic"])
+    parser.add_argument("--protocol", default="openai", choices=["openai", "anthropic", "gemini"])
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="sabre-pacing-") as tmp, FakeServer(latency=args.latency) as server:
@@ -78,7 +79,8 @@ def main() -> int:
             rows.append(r)
             print(f"  R={rate:g}/s: {r['achieved']:.2f}/s achieved, {r['limited']} of {r['calls']} calls 429", flush=True)
     print()
-    print(f"{args.protocol} headers, call latency {args.latency * 1000:.0f} ms, ceiling {args.concurrency}, {os.cpu_count()} CPUs")
+    print(f"{args.protocol} headers, call latency {args.latency * 1000:.0f} ms, ceiling {args.concurrency}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
     print("| R (req/s) | N | achieved (req/s) | achieved / R | 429 share | max in flight | targets |")
     print("|--:|--:|--:|--:|--:|--:|:--|")
     for r in rows:

@@ -25,6 +25,7 @@ from tests.servers.dataset import write_split
 from tests.servers.fixtures import KEY, KEY_ENV, api_key, model_settings  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
+POLL = R.POLL_S
 
 
 # -- the documented headers ------------------------------------------------------------------------
@@ -81,8 +82,20 @@ def test_one_request_probes_until_the_first_answer() -> None:
     st = R.new_state(0.0)
     assert R.acquire(st, "p", 0.0, 8) == 0
     assert R.acquire(st, "p", 0.0, 8) > 0, "nothing learned yet: one request alone"
-    R.release(st, "p", 0.1, 8, outcome="ok")
+    R.release(st, "p", 0.1, 8, outcome="ok", info=R.RateInfo(limit_requests=60000, remaining_requests=59999))
     assert all(R.acquire(st, "p", 0.1, 8) == 0 for _ in range(8)) and R.acquire(st, "p", 0.1, 8) > 0, "the ceiling holds"
+
+
+def test_without_a_known_limit_the_window_starts_slowly() -> None:
+    st = R.new_state(0.0)
+    R.acquire(st, "p", 0.0, 8)
+    R.release(st, "p", 0.1, 8, outcome="ok")  # an answer without rate-limit headers
+    assert [R.acquire(st, "p", 0.1, 8) for _ in range(3)] == [0, 0, POLL] and st["slow_start"]
+    R.release(st, "p", 0.2, 8, outcome="ok")
+    R.release(st, "p", 0.2, 8, outcome="ok")
+    assert st["window"] == 4.0, "one more in flight per answer"
+    R.release(st, "p", 0.3, 8, outcome="limited", retry_after=0.1)
+    assert not st["slow_start"] and st["window"] == 3.0
 
 
 def test_429_episode_cuts_once_pauses_and_recovers() -> None:

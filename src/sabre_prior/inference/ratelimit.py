@@ -62,14 +62,20 @@ HEADROOM = 0.95
 DECREASE = 0.75
 #: additive increase of the rate per success, as a share of the target (header or configured limit)
 INCREASE_SHARE = 0.01
-#: additive increase per success without a known target, in requests per second
-INCREASE_ABS = 0.03
+#: additive increase per success without a known target, in requests per second (at a rate of r per
+#: second, r successes a second: 1 % a second)
+INCREASE_ABS = 0.01
+#: without a known target the rate is cut to this share of the rate answers came at
+DECREASE_MEASURED = 0.9
+#: answers kept to measure that rate, and how old they may be
+MEASURE_ANSWERS = 64
+MEASURE_MAX_S = 10.0
 #: burst of the pacing bucket, in seconds of the rate (at least one request)
 BURST_S = 0.1
 #: the slowest pace set from a 429 (requests per second; 3 per minute)
 MIN_RATE = 0.05
-#: answers needed in a second before the rate they came at is trusted
-MIN_MEASURED = 4
+#: answers needed before the rate they came at is trusted
+MIN_MEASURED = 2
 #: a state file older than this is started afresh (limits change, tiers move)
 STALE_S = 600.0
 #: how often a process blocked on the shared window looks again (its own releases wake it at once)
@@ -146,6 +152,7 @@ def rate_info(headers: Mapping[str, str] | None) -> RateInfo | None:
 def new_state(now: float) -> dict[str, Any]:
     return {
         "window": None,  # None: nothing learned yet (one request probes)
+        "slow_start": False,  # no limit known after the first answer: the window grows by one per answer
         "rate": None,  # requests per second paced now (None: unpaced)
         "target": None,  # the limit learned from headers, requests per second
         "tokens_per_request": None,
@@ -154,7 +161,7 @@ def new_state(now: float) -> dict[str, Any]:
         "cool_until": 0.0,
         "episode_until": 0.0,
         "holders": {},
-        "sent": [now, 0, 0.0],  # [start of this second, answers in it, answers per second measured]
+        "answers": [],  # times of the last answers (the rate they came at, when no limit is known)
         "limited": 0,
         "updated": now,
     }
@@ -192,19 +199,18 @@ def acquire(st: dict[str, Any], me: str, now: float, ceiling: int, configured_ra
 
 
 def _count_answer(st: dict[str, Any], now: float) -> None:
-    start, count, measured = st["sent"]
-    if now - start >= 1.0:
-        st["sent"] = [now, 1, count / max(1.0, now - start) if now - start < 2.0 else 0.0]
-    else:
-        st["sent"] = [start, count + 1, measured]
+    times = st["answers"]
+    times.append(round(now, 4))
+    if len(times) > MEASURE_ANSWERS:
+        del times[0]
 
 
 def _measured_rate(st: Mapping[str, Any], now: float) -> float | None:
-    """Answers per second lately (None: too few answers to tell)."""
-    start, count, measured = st["sent"]
-    if measured <= 0 and count < MIN_MEASURED:
+    """Answers per second over the last answers (None: too few to tell)."""
+    times = [t for t in st["answers"] if now - t <= MEASURE_MAX_S]
+    if len(times) < MIN_MEASURED:
         return None
-    return max(measured, count / max(1.0, now - start))
+    return len(times) / max(0.5, now - times[0])
 
 
 def release(
@@ -229,7 +235,17 @@ def release(
         _learn(st, info, now, tokens)
     if outcome == "ok":
         _count_answer(st, now)
-        st["window"] = float(ceiling) if st["window"] is None else min(float(ceiling), st["window"] + 1.0 / max(1.0, st["window"]))
+        if st["window"] is None:  # the first answer: open at once when a limit is known, else slow start
+            known = st.get("target") is not None or configured_rate is not None
+            st["window"] = float(ceiling) if known else min(float(ceiling), 2.0)
+            st["slow_start"] = not known and ceiling > 2
+        elif st.get("slow_start"):  # one more per answer: the window doubles every round trip
+            st["window"] = min(float(ceiling), st["window"] + 1.0)
+            st["slow_start"] = st["window"] < ceiling and st.get("target") is None
+            if st.get("target") is not None:
+                st["window"] = float(ceiling)
+        else:
+            st["window"] = min(float(ceiling), st["window"] + 1.0 / max(1.0, st["window"]))
         target = _target(st, configured_rate)
         if st["rate"] is not None:
             step = target * INCREASE_SHARE if target is not None else INCREASE_ABS
@@ -238,9 +254,11 @@ def release(
                 st["rate"] = None  # back at the target: paced by the target alone
     elif outcome == "limited":
         st["limited"] += 1
+        st["slow_start"] = False
         if st["window"] is None:
             st["window"] = 1.0
-        if now >= st["episode_until"]:  # a new episode, not the rest of a burst of 429s
+        new_episode = now >= st["episode_until"]  # not the rest of a burst of 429s
+        if new_episode:
             st["window"] = max(1.0, st["window"] * DECREASE)
             target = _target(st, configured_rate)
             if target is not None:
@@ -249,11 +267,12 @@ def release(
                 measured = _measured_rate(st, now)
                 base = st["rate"] if measured is None else min(st["rate"] or float("inf"), measured)
             if base is not None:
-                st["rate"] = max(MIN_RATE, base * DECREASE)
+                st["rate"] = max(MIN_RATE, base * (DECREASE if target is not None else DECREASE_MEASURED))
             st["level"] = min(st["level"], 0.0)
         pause = min(MAX_PAUSE_S, retry_after if retry_after is not None else 1.0)
+        if now >= st["episode_until"]:  # the episode lasts the pause and half a second; later 429s do not extend it
+            st["episode_until"] = now + pause + 0.5
         st["cool_until"] = max(st["cool_until"], now + pause)
-        st["episode_until"] = max(st["episode_until"], now + pause + 0.5)
     elif st["window"] is None and info is not None:
         st["window"] = float(ceiling)  # an error answer still told the limits
     st["updated"] = now
