@@ -80,6 +80,8 @@ MIN_MEASURED = 2
 STALE_S = 600.0
 #: how often a process blocked on the shared window looks again (its own releases wake it at once)
 POLL_S = 0.02
+#: how often the slots of processes gone are looked for (a killed process's slots are free after this)
+PRUNE_S = 0.25
 #: the longest pause taken from one header or 429 (the engine caps Retry-After on its own)
 MAX_PAUSE_S = 60.0
 
@@ -234,7 +236,10 @@ def release(
     if info is not None:
         _learn(st, info, now, tokens)
     if outcome == "ok":
-        _count_answer(st, now)
+        if st.get("target") is None:  # the rate answers come at is needed only while no limit is known
+            _count_answer(st, now)
+        elif st["answers"]:
+            st["answers"] = []
         if st["window"] is None:  # the first answer: open at once when a limit is known, else slow start
             known = st.get("target") is not None or configured_rate is not None
             st["window"] = float(ceiling) if known else min(float(ceiling), 2.0)
@@ -347,7 +352,10 @@ class FileStore:
                 holders = st.get("holders", {}) if isinstance(st, dict) else {}
                 st = new_state(now)
                 st["holders"] = holders
-            st["holders"] = {p: n for p, n in st["holders"].items() if not p.isdigit() or _alive(int(p))}
+            if now - float(st.get("pruned", 0.0)) >= PRUNE_S:  # drop the slots of processes gone (killed)
+                mine = str(os.getpid())
+                st["holders"] = {p: n for p, n in st["holders"].items() if p == mine or not p.isdigit() or _alive(int(p))}
+                st["pruned"] = now
             result = fn(st, now)
             data = json.dumps(st, separators=(",", ":")).encode()
             # padded with spaces (JSON allows them) to the length read: no truncation per call
