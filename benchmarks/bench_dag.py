@@ -142,8 +142,41 @@ def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[s
     noop_smk = median_of(smk, project, repeat, lambda log: "Nothing to be done" in log, "snakemake all")
     noop_dvc = median_of([str(BIN / "dvc"), "repro"], project, repeat, lambda log: "Running stage" not in log, "dvc repro")
     status = median_of([str(BIN / "dvc"), "status"], project, repeat, lambda log: "up to date" in log, "dvc status")
+    # DVC's own floor for as many trivial stages (benchmarks/bench_dvc_floor.py), measured now
+    from bench_dvc_floor import median as floor_median, project as floor_project
+
+    stages = len(subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=project,
+                                capture_output=True, text=True, check=True).stdout.split())
+    floor_root, _ = floor_project(workdir / f"floor{n}", n, False, stages)
+    floor = floor_median([str(BIN / "dvc"), "repro"], floor_root, repeat)
+    shutil.rmtree(floor_root, ignore_errors=True)
     return {"N": n, "jobs": jobs, "fresh": fresh, "fresh_cpu": fresh_cpu, "load_fresh": load_fresh, "noop_smk": noop_smk,
-            "noop_dvc": noop_dvc, "status": status, "load_noop": load_noop}
+            "noop_dvc": noop_dvc, "status": status, "load_noop": load_noop, "floor": floor}
+
+
+def grow(start: int, end: int, workdir: Path) -> str:
+    """Adding ``end - start`` models to a finished ``start``-model run, against a fresh ``end``-model run."""
+    project = workdir / f"grow{start}-{end}"
+    if project.exists():
+        shutil.rmtree(project)
+    project_copy(project)
+    with_models(project, start)
+    timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
+    with_models(project, end)
+    before = load()
+    wall, cpu, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
+    commit = re.search(r"recorded (\d+) jobs", log)
+    fresh = workdir / f"fresh{end}"
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    project_copy(fresh)
+    with_models(fresh, end)
+    fwall, fcpu, _ = timed([str(BIN / "snakemake"), "--cores", "2", "all"], fresh)
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.rmtree(fresh, ignore_errors=True)
+    return (f"adding {end - start} models to a finished {start}-model run: {wall:.1f}s ({cpu:.1f}) "
+            f"[{commit.group(1) if commit else '?'} jobs recorded], a fresh {end}-model run: {fwall:.1f}s ({fcpu:.1f}); "
+            f"ratio {wall / fwall:.2f} (load {before:.1f})")
 
 
 def row(r: Mapping[str, Any]) -> str:
@@ -155,9 +188,10 @@ def row(r: Mapping[str, Any]) -> str:
         wall, cpu = r[key]
         return f"{wall:>7.1f}s ({cpu:>5.1f})"
 
+    ratio = r["noop_dvc"][0] / r["floor"][0]
     return (
         f"{r['N']:>4} {r['jobs']:>5} {fresh} {lf} {cell('noop_smk'):>16} {cell('noop_dvc'):>16}"
-        f" {cell('status'):>16} {r['load_noop']:>6.1f}"
+        f" {cell('floor'):>16} {ratio:>6.2f}x {cell('status'):>16} {r['load_noop']:>6.1f}"
     )
 
 
@@ -168,17 +202,22 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="time only the no-ops in a kept workdir")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each no-op (the median is printed)")
+    ap.add_argument("--grow", type=int, nargs=2, metavar=("FROM", "TO"), default=None,
+                    help="also time adding TO-FROM models to a finished FROM-model run against a fresh TO-model run")
     args = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sabre-bench-dag-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(
         f"{'N':>4} {'jobs':>5} {'fresh run':>16} {'load':>6} {'no-op snakemake':>16} {'no-op dvc repro':>16}"
-        f" {'dvc status':>16} {'load':>6}   (wall s, CPU s in brackets)",
+        f" {'DVC floor':>16} {'ratio':>7} {'dvc status':>16} {'load':>6}   (wall s, CPU s in brackets)",
         flush=True,
     )
     try:
         for n in args.models:
             print(row(bench(n, workdir, args.reuse, args.repeat)), flush=True)
+        if args.grow:
+            print(grow(args.grow[0], args.grow[1], workdir), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

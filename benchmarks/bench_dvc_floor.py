@@ -1,7 +1,7 @@
 """Benchmark: DVC's own cost per stage in a no-op ``dvc repro`` / ``dvc status`` (prints figures).
 
 What is the fastest a no-op ``dvc repro`` can be with as many stages as the pipeline has at N models
-(6 N + 13: predict per model and split, evaluate and intervals per model, the rest once)? For each
+(counted from the pipeline's declaration: its jobs for N models plus DVC's ``recipes`` stage)? For each
 N a throw-away DVC project gets that many *trivial* stages (one ``foreach``: one small file dep,
 one small file out, a one-line command), recorded with one ``dvc commit --force`` (no command runs).
 Two variants:
@@ -49,8 +49,18 @@ from timing import run  # noqa: E402
 BIN = Path(sys.executable).parent
 
 
-def project(root: Path, models: int, with_params: bool) -> tuple[Path, int]:
-    stages = 6 * models + 13
+def pipeline_stages(models: int) -> int:
+    """DVC stages of the pipeline at ``models`` offline models: its declaration's jobs plus ``recipes``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from sabre_prior.repro.pipeline import Pipeline
+
+    params = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text(encoding="utf-8"))
+    params["models"] = {f"m{i:03d}": {"backend": "baseline", "strategy": "random"} for i in range(models)}
+    return len(Pipeline(params, Path(__file__).resolve().parents[1]).jobs()) + 1
+
+
+def project(root: Path, models: int, with_params: bool, stages: int | None = None) -> tuple[Path, int]:
+    stages = pipeline_stages(models) if stages is None else stages
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run([str(BIN / "dvc"), "init", "-q"], cwd=root, check=True)

@@ -245,7 +245,7 @@ def backend_settings(args: argparse.Namespace, backend: str, model_dir: str, dum
         "backend": backend,
         "model_id": model_dir,
         "dtype": args.dtype,
-        "max_new_tokens": args.max_new_tokens,
+        "max_output_tokens": args.max_new_tokens,
     }
     if dummy:
         common["load_format"] = "dummy"
@@ -316,10 +316,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+#: import name of each distribution a backend needs (registry.BackendSpec.packages), where they differ
+_MODULE_OF = {"google-genai": "google.genai"}
+
+
+def missing_requirements(args: argparse.Namespace) -> list[str]:
+    """What this run needs and this environment lacks, found before the demo is built (minutes):
+    each backend's packages (``sabre_prior.registry``), torch and transformers for random weights,
+    and a CUDA GPU for vLLM."""
+    from sabre_prior import registry
+
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    problems = [f"unknown backend {b!r} (local backends: {', '.join(registry.names('local'))})"
+                for b in backends if registry.kind_of(b) != "local"]  # fmt: skip
+    needed: dict[str, list[str]] = {}
+    for b in backends:
+        for package in registry.SPECS[b].packages if b in registry.SPECS else ():
+            needed.setdefault(package, []).append(f"the {b} backend")
+    if args.random_weights or args.random_arch:
+        for package in ("torch", "transformers"):
+            needed.setdefault(package, []).append("--random-weights/--random-arch")
+    for package, users in needed.items():
+        module = _MODULE_OF.get(package, package)
+        if importlib.util.find_spec(module.split(".")[0]) is None or importlib.util.find_spec(module) is None:
+            problems.append(f"{package} is not installed (needed by {', '.join(users)})")
+    if "vllm" in backends and importlib.util.find_spec("torch") is not None and importlib.util.find_spec("vllm") is not None:
+        import torch
+
+        if not torch.cuda.is_available():
+            problems.append("the vllm backend needs a CUDA GPU, and torch sees none (torch.cuda.is_available() is False)")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
         return _worker_main(args)
+    problems = missing_requirements(args)
+    if problems:
+        print("gpu_check cannot run here:\n" + "".join(f"  - {p}\n" for p in problems)
+              + "Install the pinned GPU environment (bash scripts/install.sh --gpu) on a machine with an NVIDIA GPU, "
+              "or choose the backends that are installed with --backends.", file=sys.stderr)  # fmt: skip
+        return 2
     workdir: Path = args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     parquet = prepare_data(workdir, args.scale)

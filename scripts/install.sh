@@ -37,7 +37,7 @@ fi
 pip install -q --no-deps -e .
 
 if [ "$want_test" = 1 ]; then
-  # test tools, the local-model stack on CPU (torch 2.13.0) and the SLURM executor plugin
+  # test tools, the local-model stack on CPU (torch, as requirements-test.lock pins it) and the SLURM executor plugin
   pip install -q -r requirements-test.lock
   pip install -q --no-deps -e .
   # system packages for the browser test (Debian's chromium) and the real single-node

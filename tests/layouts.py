@@ -1,6 +1,6 @@
 """Local mirrors of the hub repo in every layout a real copy may have, built from the demo.
 
-The demo writes the layout of the dataset card (SPEC.md section 2): one ImageFolder per split
+The demo writes the layout of the dataset card (docs/benchmark.md): one ImageFolder per split
 (``data/<split>/metadata.jsonl`` + images), options as a letter-keyed mapping. The other layouts
 are what a mirror made with the usual tools would hold:
 

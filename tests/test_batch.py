@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sabre_prior import registry
 from sabre_prior.inference import batch as B
 from sabre_prior.config import load_schema, validate_params
 from sabre_prior.errors import ConfigError, InferenceIncomplete
@@ -31,7 +32,8 @@ from tests.servers.fixtures import expected_answers, read_predictions
 
 KEY_ENV = "SABRE_BATCH_TEST_KEY"
 KEY = "sk-batch-test-9a8b7c"
-BACKENDS = ("openai", "anthropic", "gemini")
+#: the backends with a provider batch adapter in the one registry
+BACKENDS = tuple(spec.name for spec in registry.BACKENDS if spec.batch)
 N = 8
 PRICES = {"input_per_mtok": 2.0, "output_per_mtok": 8.0}
 
@@ -246,6 +248,14 @@ def test_a_batch_failing_validation_fails_its_questions_with_the_reason(tmp_path
     assert len(srv.order) == 1  # not resubmitted: the same input would fail again
     assert journal(tmp_path) == {}
     assert [b.ended for b in ledger(tmp_path).batches.values()] == ["failed"]
+
+
+def test_a_failed_gemini_job_shows_the_providers_message(tmp_path: Path, data: Path) -> None:
+    with FakeBatchServer(expected_key=KEY) as srv:
+        srv.gemini_failure = "injected: the request's model does not support batch mode"
+        with pytest.raises(InferenceIncomplete, match="JOB_STATE_FAILED: injected: the request's model does not support batch mode"):
+            predict(tmp_path, settings(srv.url("gemini"), "gemini", max_attempts=1), data)
+    assert journal(tmp_path) == {}
 
 
 def test_a_refused_batch_creation_is_retried_then_given_up(tmp_path: Path, data: Path) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from sabre_prior import cli
-from sabre_prior.repro.pipeline import STAGES, code_paths
+from sabre_prior.repro.closure import Closure
+from sabre_prior.repro.pipeline import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "sabre_prior"
@@ -110,18 +111,34 @@ def _handler_imports(command: str) -> set[str]:
     return _closure(_imports(module, top) | _imports(module, handler) | _imports("cli", cli_top), {module, "cli"})
 
 
-@pytest.mark.parametrize("stage", [s for s in STAGES if s.name != "manifest"], ids=lambda s: s.name)
-def test_stage_code_covers_its_imports(stage):
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
+def test_a_recipes_code_covers_what_its_command_imports(stage):
+    """The recipe's import closure (sabre_prior.repro.closure) holds every module the handler imports
+    (found here by a separate reading of the source), so an edit of any of them re-runs the job."""
+    from sabre_prior.repro.closure import RUNNER
+
     command = stage.cmd.split()[1]
-    deps = code_paths(stage, ROOT)
-    missing = []
-    for module in sorted(_handler_imports(command)):
-        rel = _file(module).relative_to(ROOT).as_posix()
-        if not any(rel == d or rel.startswith(d.rstrip("/") + "/") for d in deps):
-            missing.append(rel)
-    assert not missing, f"stage {stage.name}: code= misses {missing}"
+    closure = Closure(ROOT / "src")
+    ids = closure.code_ids(["sabre_prior.cli", f"sabre_prior.{cli.COMMANDS[command]}"])
+    missing = [
+        _file(m).relative_to(ROOT).as_posix()
+        for m in sorted(_handler_imports(command))
+        if f"sabre_prior.{m}" not in RUNNER and _file(m).relative_to(ROOT).as_posix() not in ids
+    ]
+    assert not missing, f"stage {stage.name}: the recipe's code misses {missing}"
 
 
-def test_manifest_stage_depends_on_the_whole_package():
-    manifest = next(s for s in STAGES if s.name == "manifest")
-    assert "src/sabre_prior" in code_paths(manifest, ROOT)
+def test_a_module_nothing_imports_is_in_no_recipe_and_an_edit_changes_the_blob_id(tmp_path):
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(PKG, src / "sabre_prior", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "sabre_prior" / "nobody_imports_me.py").write_text("X = 1\n", encoding="utf-8")
+    start = ["sabre_prior.cli", "sabre_prior.report.commands"]
+    before = Closure(src).code_ids(start)
+    assert "src/sabre_prior/nobody_imports_me.py" not in before
+    assert "src/sabre_prior/report/tables.py" in before and "src/sabre_prior/inference/engine.py" not in before
+    target = src / "sabre_prior" / "report" / "tables.py"
+    target.write_text(target.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    after = Closure(src).code_ids(start)
+    assert {k for k in before if before[k] != after[k]} == {"src/sabre_prior/report/tables.py"}

@@ -20,7 +20,7 @@ from sabre_prior.data.demo import context as demo_context
 from sabre_prior.data.demo import items as demo_items
 from sabre_prior import contracts as C
 from sabre_prior.errors import DataError
-from sabre_prior.inference.prompts import options_mapping
+from sabre_prior.options import options_mapping
 from sabre_prior.data.validate import check_split
 
 

@@ -399,6 +399,26 @@ def test_invalid_utf8(bench: tuple[Path, Path], tmp_path: Path) -> None:
         evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json")
 
 
+def test_a_lone_surrogate_names_file_line_and_field(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    data_dir, pred_dir = bench
+    lines = pred_lines("attribute")
+    lines[1] = '{"id": "attribute_002", "prediction": "5\\ud800"}'  # valid JSON, not valid Unicode text
+    path = write_preds(pred_dir, "attribute", lines)
+    with pytest.raises(PredictionFileError) as info:
+        evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json")
+    assert f"{path}:2: field 'prediction' holds a lone surrogate (\\ud800)" in str(info.value)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_a_folder_given_as_a_prediction_file_says_so(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    data_dir, pred_dir = bench
+    (pred_dir / "language.jsonl").unlink()
+    (pred_dir / "language.jsonl").mkdir()
+    with pytest.raises(PredictionFileError) as info:
+        evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json")
+    assert f"{pred_dir / 'language.jsonl'}: is a folder, not a prediction file" in str(info.value)
+
+
 def test_missing_prediction_file(bench: tuple[Path, Path], tmp_path: Path) -> None:
     data_dir, pred_dir = bench
     (pred_dir / "language.jsonl").unlink()

@@ -26,7 +26,7 @@ from sabre_prior.data.parquet import iter_rows
 from sabre_prior.data.demo import generate
 from sabre_prior.errors import AccessError, DataError
 from sabre_prior.data.fetch import explain_load_error, fetch_split, open_split, write_parquet
-from sabre_prior.inference.prompts import options_mapping
+from sabre_prior.options import options_mapping
 
 from layouts import LAYOUTS, write_layout, write_official_size_mirror
 
@@ -94,7 +94,10 @@ def test_fetch_is_deterministic(demo_dir: Path, demo_parquet_dir: Path, tmp_path
     summary = fetch_split(str(demo_dir), "texture", out)
     assert summary.startswith("texture: 12 questions, 6 images from ")
     assert out.read_bytes() == (demo_parquet_dir / "texture.parquet").read_bytes()
-    assert pq.ParquetFile(out).metadata.metadata.keys() == {b"huggingface", b"ARROW:schema"}
+    meta = pq.ParquetFile(out).metadata.metadata
+    assert meta.keys() == {b"huggingface", b"ARROW:schema", b"sabre_source", b"sabre_source_kind"}
+    # where the rows were read: the demo folder, recognised by its card (data.parquet.data_identity)
+    assert (meta[b"sabre_source"], meta[b"sabre_source_kind"]) == (str(demo_dir).encode(), b"demo")
     assert [p.name for p in tmp_path.iterdir()] == ["again.parquet"]  # no temporary file left
 
 
@@ -111,6 +114,10 @@ def layout_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("layouts")
 
 
+def _without_source(meta: dict[bytes, bytes] | None) -> dict[bytes, bytes]:
+    return {k: v for k, v in (meta or {}).items() if k != b"sabre_source"}
+
+
 @pytest.mark.parametrize("layout", [x for x in LAYOUTS if x != "jsonl"])
 def test_every_mirror_layout_gives_the_same_parquet(
     demo_dir: Path, demo_parquet_dir: Path, layout_root: Path, layout: str
@@ -120,7 +127,11 @@ def test_every_mirror_layout_gives_the_same_parquet(
     for split in C.SPLITS:
         out = layout_root / f"{layout}-{split}.parquet"
         fetch_split(str(mirror), split, out)
-        assert out.read_bytes() == (demo_parquet_dir / f"{split}.parquet").read_bytes(), f"{layout}: {split}"
+        # the same rows, columns and schema; only the recorded source (the mirror's folder) differs
+        got, want = pq.read_table(out), pq.read_table(demo_parquet_dir / f"{split}.parquet")
+        assert got.equals(want), f"{layout}: {split}"
+        assert _without_source(got.schema.metadata) == _without_source(want.schema.metadata), f"{layout}: {split}"
+        assert got.schema.metadata[b"sabre_source"] == str(mirror).encode()
 
 
 def test_options_are_stored_as_a_letter_mapping_without_repeated_letters(demo_parquet_dir: Path) -> None:
@@ -300,7 +311,8 @@ def test_errors_wrapped_by_datasets() -> None:
 
 
 def test_connection_and_download_errors() -> None:
-    assert "Cannot reach the Hugging Face hub" in str(_explain(ConnectionError("Couldn't reach"), token=True))
+    assert "Hugging Face hub at" in str(_explain(ConnectionError("Couldn't reach"), token=True))
+    assert "is unreachable" in str(_explain(ConnectionError("Couldn't reach"), token=True))
     assert "Could not download" in str(_explain(FileNotFoundError("hf://x/y.jpg"), token=True))
     assert _explain(RuntimeError("something else"), token=True) is None
 
@@ -489,6 +501,7 @@ def test_the_resolved_hub_commit_is_recorded_in_the_parquet_and_the_manifest(
     import huggingface_hub.constants as hc
 
     from sabre_prior.data.fetch import REVISION_KEY, canonical_table, parquet_revision, resolve_revision
+    from sabre_prior.data.parquet import identity_metadata
     from sabre_prior.repro.manifest import parquet_fingerprint
 
     monkeypatch.setattr(hc, "ENDPOINT", fake_hub)
@@ -498,12 +511,16 @@ def test_the_resolved_hub_commit_is_recorded_in_the_parquet_and_the_manifest(
     assert sha == "0" * 40  # what the fake's dataset info says (`sha`)
     with pytest.raises(AccessError, match="revision 'v404' does not exist"):
         resolve_revision(C.HUB_REPO_ID, "v404")
-    # fetch_split stores the commit it read in the schema metadata (write_parquet keeps it)
+    # fetch_split stores the source and the commit it read in the schema metadata (write_parquet keeps it)
+    hub_meta = identity_metadata(C.HUB_REPO_ID, "hub", sha, "f" * 64)
+    assert hub_meta[REVISION_KEY] == sha.encode()
     with open_split(str(demo_dir), "attribute") as ds:
         table = canonical_table(ds.data.table, ds.features, "attribute")
-        write_parquet(table.replace_schema_metadata({**table.schema.metadata, REVISION_KEY: sha.encode()}), tmp_path / "a.parquet")
+        write_parquet(table.replace_schema_metadata({**table.schema.metadata, **hub_meta}), tmp_path / "a.parquet")
     assert parquet_revision(tmp_path / "a.parquet") == sha
     assert parquet_fingerprint(tmp_path / "a.parquet")["hub_revision"] == sha
     with open_split(str(demo_dir), "attribute") as ds:  # a local source records none
-        write_parquet(canonical_table(ds.data.table, ds.features, "attribute"), tmp_path / "b.parquet")
+        table = canonical_table(ds.data.table, ds.features, "attribute")
+        local_meta = identity_metadata(str(demo_dir), "demo")
+        write_parquet(table.replace_schema_metadata({**table.schema.metadata, **local_meta}), tmp_path / "b.parquet")
     assert parquet_revision(tmp_path / "b.parquet") is None and "hub_revision" not in parquet_fingerprint(tmp_path / "b.parquet")

@@ -23,7 +23,9 @@ from sabre_prior.report.figures import (
     split_accuracy_figure,
     write_figures,
 )
+from sabre_prior.data.parquet import data_identity
 from sabre_prior.report.tables import ResultsFileError, load_results
+from tests.identity import write_split_files
 
 SPLITS = ("context", "texture", "attribute", "language")
 NAMES = ["Random", "Always yes", "Always no", "World prior", "Claude 4.6", "Kimi-k2.6", "Qwen 3.5", "Gemini 3.5",
@@ -59,7 +61,12 @@ def make_fixture(root: Path, n_models: int, splits: tuple[str, ...] = SPLITS) ->
         ivs["macro"] = {"estimate": m, "low": max(0.0, m - 0.04), "high": min(1.0, m + 0.04)}
         (mdir / f"{key}.json").write_text(json.dumps(doc), encoding="utf-8")
         (idir / f"{key}.json").write_text(json.dumps(ivs), encoding="utf-8")
+    write_split_files(root / "data", splits)  # fetched from the demo (schema metadata)
     return {"dataset": {"source": "demo"}, "splits": list(splits), "models": models}
+
+
+def data_of(root: Path, params: dict[str, Any]) -> Any:
+    return data_identity(root / "data", params["splits"])
 
 
 def _bars(ax: Any) -> list[Any]:
@@ -106,7 +113,7 @@ def _assert_readable_layout(fig: Any) -> None:
 def test_split_figure_bars_and_labels_match_metrics(tmp_path: Path) -> None:
     params = make_fixture(tmp_path, 4)
     results = load_results(params, tmp_path / "metrics")
-    fig = split_accuracy_figure(params, results)
+    fig = split_accuracy_figure(params, results, data_of(tmp_path, params))
     ax = fig.axes[0]
     heights = sorted(round(b.get_height(), 6) for b in _bars(ax))
     expected = []
@@ -115,7 +122,8 @@ def test_split_figure_bars_and_labels_match_metrics(tmp_path: Path) -> None:
         expected += [round(doc[s]["accuracy"] * 100, 6) for s in SPLITS] + [round(doc["macro_accuracy"] * 100, 6)]
     assert heights == sorted(expected)
     assert [t.get_text() for t in ax.get_xticklabels()] == [
-        "Context\n(strict pair)", "Texture\n(strict pair)", "Attribute", "Language", "Macro avg."
+        "Context\n(strict pair)\nn = 100 pairs", "Texture\n(strict pair)\nn = 100 pairs", "Attribute\nn = 100 questions",
+        "Language\nn = 100 questions", "Macro avg.\n(mean of the\n4 splits)",
     ]  # fmt: skip
     labels = {t.get_text() for t in ax.texts}
     assert "100.0" in labels and "16.0" in labels  # model 0: context 100/100, texture 16/100
@@ -127,10 +135,56 @@ def test_split_figure_bars_and_labels_match_metrics(tmp_path: Path) -> None:
     plotting.plt.close(fig)
 
 
+def test_split_figure_shows_n_beside_every_interval(tmp_path: Path) -> None:
+    """Every split's interval has its sample size: under the split when the models share it, else on each bar."""
+    params = make_fixture(tmp_path, 3)
+    doc_path = tmp_path / "metrics" / "model_01.json"
+    doc = json.loads(doc_path.read_text())
+    doc["attribute"]["total"] = 90  # this model was scored on fewer attribute questions
+    doc_path.write_text(json.dumps(doc))
+    results = load_results(params, tmp_path / "metrics", tmp_path / "intervals")
+    fig = split_accuracy_figure(params, results, data_of(tmp_path, params))
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks[0].endswith("n = 100 pairs") and ticks[1].endswith("n = 100 pairs")
+    assert ticks[3].endswith("n = 100 questions")
+    assert ticks[2] == "Attribute"  # sizes differ: each bar says its own
+    attribute_labels = [t.get_text() for t in ax.texts if "(n=" in t.get_text()]
+    assert sorted(lab.split("(n=")[1] for lab in attribute_labels) == ["100)", "100)", "90)"]
+    assert "95% bootstrap confidence interval, 500 resamples" in fig.legends[0].get_title().get_text()
+    _assert_readable_layout(fig)
+    plotting.plt.close(fig)
+
+
+def test_models_keep_their_params_colour_in_every_figure(tmp_path: Path) -> None:
+    """A model's bars have the colour of its position in params.yaml, in both figures, whatever the values."""
+    from matplotlib.colors import to_hex
+
+    from sabre_prior.report.style import model_styles
+
+    params = make_fixture(tmp_path, 10)
+    results = load_results(params, tmp_path / "metrics", tmp_path / "intervals")
+    styles = model_styles(params["models"])
+    data = data_of(tmp_path, params)
+    for fig in (split_accuracy_figure(params, results, data), probe_accuracy_figure(params, results, data)):
+        for ax in fig.axes:
+            bars = sorted(_bars(ax), key=lambda b: b.get_x())
+            groups = len(ax.get_xticks())
+            assert len(bars) == groups * 10
+            for g in range(groups):  # bars of one group are in params order
+                got = [(to_hex(b.get_facecolor()).upper(), b.get_hatch() or "") for b in bars[g * 10 : (g + 1) * 10]]
+                assert got == [(st.color.upper(), st.hatch) for st in styles.values()]
+        legend = fig.legends[0]
+        assert [to_hex(h.get_facecolor()).upper() for h in legend.legend_handles] == [
+            st.color.upper() for st in styles.values()
+        ]
+        plotting.plt.close(fig)
+
+
 def test_error_bars_drawn_from_intervals(tmp_path: Path) -> None:
     params = make_fixture(tmp_path, 3)
     results = load_results(params, tmp_path / "metrics", tmp_path / "intervals")
-    fig = split_accuracy_figure(params, results)
+    fig = split_accuracy_figure(params, results, data_of(tmp_path, params))
     ax = fig.axes[0]
     errorbars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
     assert len(errorbars) == 3 * 5
@@ -145,7 +199,7 @@ def test_error_bars_drawn_from_intervals(tmp_path: Path) -> None:
 def test_probe_figure_panels_probes_and_strict_pair(tmp_path: Path) -> None:
     params = make_fixture(tmp_path, 2)
     results = load_results(params, tmp_path / "metrics")
-    fig = probe_accuracy_figure(params, results)
+    fig = probe_accuracy_figure(params, results, data_of(tmp_path, params))
     assert len(fig.axes) == 2
     first_probe = {"context": "source", "texture": "normal"}
     for ax, split in zip(fig.axes, C.PAIRED_SPLITS):
@@ -165,11 +219,11 @@ def test_probe_figure_panels_probes_and_strict_pair(tmp_path: Path) -> None:
 
 def test_probe_figure_with_one_or_no_paired_split(tmp_path: Path) -> None:
     params = make_fixture(tmp_path / "one", 2, splits=("context", "language"))
-    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "one" / "metrics"))
+    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "one" / "metrics"), data_of(tmp_path / "one", params))
     assert len(fig.axes) == 1 and fig.axes[0].get_title(loc="left").startswith("Context")
     plotting.plt.close(fig)
     params = make_fixture(tmp_path / "none", 2, splits=("attribute",))
-    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "none" / "metrics"))
+    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "none" / "metrics"), data_of(tmp_path / "none", params))
     assert "No paired split" in fig.axes[0].texts[0].get_text()
     plotting.plt.close(fig)
 
@@ -178,7 +232,8 @@ def test_probe_figure_with_one_or_no_paired_split(tmp_path: Path) -> None:
 def test_layout_readable_from_one_to_fifteen_models(tmp_path: Path, n_models: int) -> None:
     params = make_fixture(tmp_path, n_models)
     results = load_results(params, tmp_path / "metrics", tmp_path / "intervals")
-    for fig in (split_accuracy_figure(params, results), probe_accuracy_figure(params, results)):
+    data = data_of(tmp_path, params)
+    for fig in (split_accuracy_figure(params, results, data), probe_accuracy_figure(params, results, data)):
         _assert_readable_layout(fig)
         assert len(fig.legends[0].get_texts()) == n_models
         plotting.plt.close(fig)
@@ -197,7 +252,7 @@ def test_missing_metrics_file_is_an_error(tmp_path: Path) -> None:
     params = make_fixture(tmp_path, 2)
     (tmp_path / "metrics" / "model_01.json").unlink()
     with pytest.raises(ResultsFileError, match=r"model_01\.json: metrics file for model 'model_01' not found"):
-        write_figures(params, tmp_path / "metrics", tmp_path / "out")
+        write_figures(params, tmp_path / "metrics", tmp_path / "out", data_dir=tmp_path / "data")
 
 
 # ---------------------------------------------------------------------------
@@ -206,7 +261,7 @@ def test_missing_metrics_file_is_an_error(tmp_path: Path) -> None:
 def _run_cli(tmp_path: Path, outdir: Path, hashseed: str, intervals: bool) -> None:
     sabre = Path(sys.executable).parent / "sabre"
     cmd = [str(sabre), "figures", "--params", str(tmp_path / "params.yaml"), "--metrics-dir", str(tmp_path / "metrics"),
-           "--outdir", str(outdir)]  # fmt: skip
+           "--outdir", str(outdir), "--data", str(tmp_path / "data")]  # fmt: skip
     if intervals:
         cmd += ["--intervals-dir", str(tmp_path / "intervals")]
     env = {**os.environ, "PYTHONHASHSEED": hashseed, "MPLBACKEND": "Agg"}

@@ -41,7 +41,7 @@ def test_backend_settings() -> None:
     args = gc.parse_args(["--max-pixels", "1003520", "--tensor-parallel-size", "2"])
     v = gc.backend_settings(args, "vllm", "/m", dummy=True)
     assert v["load_format"] == "dummy" and v["tensor_parallel_size"] == 2 and v["batch_size"] == 1000
-    assert v["processor_kwargs"] == {"max_pixels": 1003520} and v["max_new_tokens"] == 64
+    assert v["processor_kwargs"] == {"max_pixels": 1003520} and v["max_output_tokens"] == 64
     t = gc.backend_settings(args, "transformers", "/m", dummy=False)
     assert "load_format" not in t and t["batch_size"] == 16 and t["device"] == "auto"
 
@@ -77,3 +77,13 @@ def test_smoke_run_on_cpu(tmp_path: Path) -> None:
     arch = json.loads((tmp_path / "a.json").read_text())
     assert arch["backends"]["transformers"]["questions"] == 10 and "transformers target" in proc.stdout
     assert json.loads((work / "random-qwen2_5_vl" / "config.json").read_text())["model_type"] == "qwen2_5_vl"
+
+
+def test_missing_requirements_are_named_before_the_demo_is_built(tmp_path: Path) -> None:
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here: the check passes by design")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--backends", "vllm", "--workdir", str(tmp_path / "w")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "vllm is not installed (needed by the vllm backend)" in proc.stderr
+    assert not (tmp_path / "w").exists()  # nothing built: the check comes first

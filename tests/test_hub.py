@@ -70,10 +70,12 @@ def parquet_bytes(project: Path) -> dict[str, bytes]:
     return {s: (project / "data" / "parquet" / f"{s}.parquet").read_bytes() for s in C.SPLITS}
 
 
-def only_always_changed_fetches(project: Path) -> None:
-    """`dvc status` with an unpinned revision: the fetch stages, and only they, are `always_changed`."""
+def only_recipes_always_changed(project: Path) -> None:
+    """With an unpinned revision DVC's `recipes` stage, and only it, is `always_changed` (it asks the
+    hub again), and Snakemake plans exactly its rule `recipes`: the two agree."""
     status = json.loads(dvc(project, "status", "--json").stdout or "{}")
-    assert status == {name: ["always changed"] for name in FETCHES}, status
+    assert status == {"recipes": ["always changed"]}, status
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {"recipes": 1}
 
 
 def test_a_hub_id_runs_end_to_end_and_the_same_revision_never_refetches(
@@ -94,20 +96,19 @@ def test_a_hub_id_runs_end_to_end_and_the_same_revision_never_refetches(
             assert PLANTED["HF_TOKEN"].encode() not in f.read_bytes(), f  # ... and never written
     lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
     assert set(FETCHES) <= set(lock)
-    fetch = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]["fetch"]["do"]
-    assert fetch["always_changed"] and fetch["outs"] == [{"data/parquet/${item}.parquet": {"persist": True}}]
+    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
+    assert stages["recipes"]["always_changed"] and "always_changed" not in stages["fetch"]["do"]
 
     n = len(fake.requests)
-    assert "Nothing to be done" in out(smk(project, "--cores", "2", "all"))
+    assert planned_jobs(out(smk(project, "--cores", "2", "all"))) == {"recipes": 1}
     assert fake.downloads(since=n) == [] and fake.requests[n:], "planning asks the hub, and downloads nothing"
-    only_always_changed_fetches(project)
+    only_recipes_always_changed(project)
     before = parquet_bytes(project)
     n = len(fake.requests)
     ran = dvc_ran(out(dvc(project, "repro")))
-    assert sorted(ran) == sorted(FETCHES), ran  # DVC cannot ask the hub: its fetches always run ...
-    assert parquet_bytes(project) == before  # ... and write the same bytes, so nothing after them runs
+    assert ran == ["recipes"], ran  # DVC asks the hub through its recipes stage: the same commit, nothing else runs
+    assert parquet_bytes(project) == before
     assert fake.downloads(since=n) == []
-    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
 
 
 def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
@@ -123,19 +124,18 @@ def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
         n = len(fake.requests)
         log = out(smk(project, "--cores", "2", "all"))
         jobs = planned_jobs(log)  # the run's own plan
-        assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
+        assert jobs.pop("recipes") == 1 and jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
         assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
         assert "--split language" in log and "--split context" not in log
         assert fake.downloads(since=n) == ["data/language/metadata.jsonl"]  # the one changed file
         after = parquet_bytes(project)
         assert [s for s in C.SPLITS if after[s] != before[s]] == ["language"]
         assert manifest_revisions(project) == {**dict.fromkeys(C.SPLITS, first), "language": second}
-        assert "Nothing to be done" in out(smk(project, "--cores", "2", "all"))  # the same revision again
-        only_always_changed_fetches(project)
+        assert planned_jobs(out(smk(project, "--cores", "2", "all"))) == {"recipes": 1}  # the same revision again
+        only_recipes_always_changed(project)
         ran = dvc_ran(out(dvc(project, "repro")))
-        assert sorted(ran) == sorted(FETCHES), ran
+        assert ran == ["recipes"], ran
         assert parquet_bytes(project) == after  # context etc. keep the commit they were read at
-        assert planned_jobs(out(smk(project, "-n", "all"))) == {}
     finally:
         fake.repos[REPO].branches["main"] = first  # the other tests see the first commit
 
@@ -148,11 +148,11 @@ def test_a_pinned_commit_leaves_both_tools_clean(hub: tuple[FakeHub, Path, str],
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     params["dataset"]["revision"] = first
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    run([str(BIN / "sabre"), "dvc-yaml"], project)  # a commit needs no always_changed
+    run([str(BIN / "sabre"), "generate"], project)  # a commit needs no always_changed
     assert "always_changed" not in (project / "dvc.yaml").read_text()
     before = parquet_bytes(project)
     ran = dvc_ran(out(dvc(project, "repro")))  # the stages that read dataset.revision
-    assert sorted(ran) == sorted([*FETCHES, "manifest"]), ran
+    assert sorted(ran) == sorted(["recipes", *FETCHES, "manifest"]), ran
     assert parquet_bytes(project) == before  # the same commit, the same bytes: nothing after the fetches
     assert UP_TO_DATE in dvc(project, "status").stdout
     assert dvc_ran(out(dvc(project, "repro"))) == []
@@ -162,13 +162,14 @@ def test_a_pinned_commit_leaves_both_tools_clean(hub: tuple[FakeHub, Path, str],
 # ---------------------------------------------------------------------------
 # The pieces: per-split stamps, and the commit a split keeps
 # ---------------------------------------------------------------------------
-def test_a_new_commit_rewrites_the_stamps_of_exactly_the_splits_whose_files_changed(
+def test_a_new_commit_rewrites_the_recipes_of_exactly_the_splits_whose_files_changed(
     demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import huggingface_hub.constants as hc
 
-    from sabre_prior.repro.dagsync import job_times, write_stamps
+    from sabre_prior.repro.dagsync import resolve_hub
     from sabre_prior.repro.pipeline import Pipeline
+    from sabre_prior.repro.state import write_recipes
 
     mirror = copy_tree(demo_dir, tmp_path / "mirror")
     with FakeHub() as fake:
@@ -178,23 +179,19 @@ def test_a_new_commit_rewrites_the_stamps_of_exactly_the_splits_whose_files_chan
         params = {"dataset": {"source": REPO, "revision": None}, "splits": ["context", "language"],
                   "models": {"random": {"backend": "baseline", "strategy": "random"}}}
         pipeline = Pipeline(params, tmp_path / "project")
-        jobs = [j for j in pipeline.jobs() if j.stage.name == "fetch"]
-        assert sorted(write_stamps(pipeline, jobs)) == [".sabre/stamps/fetch/context.json", ".sabre/stamps/fetch/language.json"]
-        for job in jobs:  # outputs made from that commit, after its stamp
-            output = pipeline.root / job.outputs[0]
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_bytes(b"x")
-            stamp_ns = (pipeline.root / job.stamp).stat().st_mtime_ns
-            os.utime(output, ns=(stamp_ns + 1000, stamp_ns + 1000))
-        assert write_stamps(pipeline, jobs) == []  # the same commit: nothing to re-fetch
+
+        def fetches() -> list[str]:
+            return [p for p in write_recipes(pipeline, resolve_hub(pipeline)) if p.startswith(".sabre/recipes/fetch/")]
+
+        assert sorted(fetches()) == [".sabre/recipes/fetch/context.json", ".sabre/recipes/fetch/language.json"]
+        assert fetches() == []  # the same commit: nothing to re-fetch
         fake.commit(REPO, {**FakeHub.snapshot(mirror), "docs/notes.md": b"a file no split reads\n"})
-        assert write_stamps(pipeline, jobs) == []  # a new commit, the splits' files unchanged
+        assert fetches() == []  # a new commit, the splits' files unchanged
         edit_question(mirror, "language")
         fake.commit(REPO, FakeHub.snapshot(mirror))
-        assert write_stamps(pipeline, jobs) == [".sabre/stamps/fetch/language.json"]
-        assert [job_times(pipeline.root, j).consistent for j in jobs] == [True, False]  # Snakemake re-runs language
+        assert fetches() == [".sabre/recipes/fetch/language.json"]
         fake.repos[REPO].branches["main"] = first
-        assert write_stamps(pipeline, jobs) == [".sabre/stamps/fetch/language.json"]  # back: language again
+        assert fetches() == [".sabre/recipes/fetch/language.json"]  # back: language again
 
 
 _FETCHES = """

@@ -187,7 +187,9 @@ def test_estimate_uses_each_providers_image_rule_and_shows_allowances(tmp_path: 
     """The paper presets on photo-sized images: provider image rules, reasoning and retry allowances."""
 
     from sabre_prior.inference.predict import estimate_split, format_estimates
-    from sabre_prior.inference.models.base import estimate_image_tokens
+    from sabre_prior.inference.models.anthropic_backend import AnthropicBackend
+    from sabre_prior.inference.models.gemini_backend import GeminiBackend
+    from sabre_prior.inference.models.openai_backend import OpenAIBackend
     from tests.servers.dataset import write_split
 
     data = tmp_path / "context.parquet"
@@ -197,10 +199,14 @@ def test_estimate_uses_each_providers_image_rule_and_shows_allowances(tmp_path: 
     per_image = {m: e.input_tokens / e.to_call for m, e in est.items()}
     # OpenAI tiles (1145x768 after scaling: 3x2 tiles of 512, + 85), Anthropic w*h/750 (at most ~1,600),
     # Qwen one token per 32x32 pixels: three different counts for the same image
-    assert estimate_image_tokens("openai", 1400, 939) == 85 + 170 * 6
-    assert estimate_image_tokens("anthropic", 1400, 939) == 1600  # 1400*939/750 = 1753: scaled down to ~1,600
-    assert estimate_image_tokens("anthropic", 1000, 1000) == round(1000 * 1000 / 750)
-    assert estimate_image_tokens("alibaba", 1400, 939) == 44 * 30 + 2
+    # (each rule lives on the backend class whose protocol reaches that provider)
+    assert OpenAIBackend.image_tokens("openai", 1400, 939) == 85 + 170 * 6
+    assert AnthropicBackend.image_tokens("anthropic", 1400, 939) == 1600  # 1400*939/750 = 1753: scaled down to ~1,600
+    assert AnthropicBackend.image_tokens("anthropic", 1000, 1000) == round(1000 * 1000 / 750)
+    assert OpenAIBackend.image_tokens("alibaba", 1400, 939) == 44 * 30 + 2
+    assert GeminiBackend.image_tokens("gemini", 1400, 939) == 258 * 2 * 2
+    assert GeminiBackend.image_tokens("google", 300, 300) == 258
+    assert OpenAIBackend.image_tokens("xai", 1400, 939) == round(1400 * 939 / 750)  # no documented rule: generic
     assert per_image["qwen-3.5"] - per_image["gpt-5.4"] == (44 * 30 + 2) - 1105  # not OpenAI's rule for a compatible endpoint
     assert per_image["grok-4.3"] != per_image["gpt-5.4"]
     # Gemini 3 cannot switch thinking off: the whole budget is expected; the others switch it off

@@ -1,4 +1,4 @@
-"""The run manifest: content-derived code ids (equal to git's), package versions, params/data hashes, models."""
+"""The run manifest (package versions, data hashes and identity, models) and the git ids that find a result's commit."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from dvc_helpers import GIT_ID
 
+from sabre_prior.data.parquet import identity_metadata
 from sabre_prior.repro import manifest as M
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError
@@ -79,7 +80,9 @@ def test_code_ids_change_with_the_code_and_find_the_commit(code_repo: Path) -> N
 
 def _parquet(path: Path, n: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"id": [f"q{i}" for i in range(n)], "answer": ["yes"] * n}), path)
+    table = pa.table({"id": [f"q{i}" for i in range(n)], "answer": ["yes"] * n})
+    # fetched from a local copy: the schema metadata the fetch step writes (data.parquet.identity_metadata)
+    pq.write_table(table.replace_schema_metadata(identity_metadata("./mirror", "local")), path)
 
 
 @pytest.fixture
@@ -100,9 +103,13 @@ def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir:
     M.write_manifest(*args, out2, run_dir)
     assert out1.read_bytes() == out2.read_bytes()
     assert json.loads(out1.read_text()) == m
-    assert m["params"]["sha256"] == hashlib.sha256((run_dir / "params.yaml").read_bytes()).hexdigest()
+    # no params hash and no code ids: the manifest changes only when what it describes does (a code
+    # edit that leaves every output alone changes no output); the code a job ran is in its recipe
+    assert "params" not in m and "code" not in m
     assert m["data"]["context"]["rows"] == 4 and m["data"]["attribute"]["rows"] == 3
     assert m["data"]["context"]["columns"] == ["id", "answer"]
+    # the data's identity is what the Parquet files record; params.yaml says demo
+    assert m["dataset"] == {"source": "./mirror", "kind": "local", "revision": None}
     assert m["data"]["context"]["sha256"] == hashlib.sha256((run_dir / "data/parquet/context.parquet").read_bytes()).hexdigest()
     decoding = m["models"]["gpt"].pop("decoding")  # what the API model is asked for, as sent
     assert decoding["temperature"] == 0.0 and decoding["max_output_tokens"] == 64
@@ -110,20 +117,20 @@ def test_manifest_records_everything_and_is_byte_identical_when_rebuilt(run_dir:
         "gpt": {"backend": "openai", "model_id": "gpt-x-2026"},
         "rand": {"backend": "baseline", "model_id": "baseline/random"},
     }
-    assert set(m["code"]) == {"src/sabre_prior"}
     assert m["packages"]["python"] and m["packages"]["pyarrow"] == pa.__version__
     assert "openai" in m["packages"]  # the backend a configured model uses
     assert "torch" not in m["packages"]  # ... and not one no model uses
     assert "commit" not in json.dumps(m)  # the commit goes to the log only (see the module docstring)
 
 
-def test_manifest_changes_with_params_and_data(run_dir: Path) -> None:
+def test_manifest_changes_with_models_and_data_and_not_with_params_comments(run_dir: Path) -> None:
     args = (PARAMS, run_dir / "params.yaml", run_dir / "data" / "parquet")
     first = M.build_manifest(*args, run_dir)
     (run_dir / "params.yaml").write_text("dataset: {source: demo}  # edited\n")
+    assert M.build_manifest(*args, run_dir) == first
+    assert M.build_manifest(dict(PARAMS, models={"rand": PARAMS["models"]["rand"]}), *args[1:], run_dir) != first
     _parquet(run_dir / "data" / "parquet" / "attribute.parquet", 5)
     second = M.build_manifest(*args, run_dir)
-    assert first["params"] != second["params"]
     assert first["data"]["attribute"] != second["data"]["attribute"]
     assert first["data"]["context"] == second["data"]["context"]
 

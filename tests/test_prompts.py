@@ -1,11 +1,12 @@
-"""The authors' screening-client prompt (SPEC.md section 4)."""
+"""The authors' screening-client prompt (docs/benchmark.md)."""
 
 from __future__ import annotations
 
 import pytest
 
 from sabre_prior.errors import ConfigError
-from sabre_prior.inference.prompts import options_mapping, render
+from sabre_prior.inference.prompts import render
+from sabre_prior.options import options_mapping
 
 
 def test_yes_no_prompt() -> None:

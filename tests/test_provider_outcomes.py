@@ -19,6 +19,7 @@ from sabre_prior.errors import BackendError, InferenceIncomplete
 from sabre_prior.inference.predict import SplitRun, predict_split
 from tests.servers import FakeServer
 from tests.servers.fixtures import (  # noqa: F401  (fixtures)
+    BACKENDS as API_BACKENDS,
     api_key,
     expected_answers,
     model_settings,
@@ -28,7 +29,7 @@ from tests.servers.fixtures import (  # noqa: F401  (fixtures)
 )
 from tests.servers.protocols import PARTIAL
 
-BACKENDS = ("openai", "anthropic", "gemini")
+BACKENDS = API_BACKENDS
 
 
 def predict(tmp: Path, settings: dict[str, Any], data: Path, **kw: Any) -> SplitRun:

@@ -1,4 +1,4 @@
-"""The official scoring contract (SPEC.md section 4), rule by rule."""
+"""The official scoring contract (docs/benchmark.md), rule by rule."""
 
 from __future__ import annotations
 

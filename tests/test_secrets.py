@@ -20,6 +20,7 @@ import yaml
 from tests.project import BIN, copy_project, env
 from tests.servers import FakeServer
 from tests.servers.dataset import write_split
+from tests.servers.fixtures import BACKENDS as API_BACKENDS
 
 KEY_ENV = "SABRE_PLANTED_KEY"
 
@@ -48,7 +49,7 @@ def test_planted_key_never_reaches_a_file(tmp_path: Path) -> None:
     ) as leaky:
         params = yaml.safe_load((project / "params.yaml").read_text())
         params["splits"] = ["context", "attribute"]
-        params["models"] = {b: _model(good, b) for b in ("openai", "anthropic", "gemini")}
+        params["models"] = {b: _model(good, b) for b in API_BACKENDS}
         params["models"]["leaky"] = _model(leaky, "openai")
         (project / "params.yaml").write_text(yaml.safe_dump(params))
         run_env = {**env(), KEY_ENV: key}
@@ -68,10 +69,10 @@ def test_planted_key_never_reaches_a_file(tmp_path: Path) -> None:
 
     # the run was real: the key reached the good server, the leaky one quoted it back
     assert smk.returncode != 0 and verbose.returncode == 2 and estimate.returncode == 0
-    for m in ("openai", "anthropic", "gemini"):
+    for m in API_BACKENDS:
         for s in ("context", "attribute"):
             assert (project / "results" / "predictions" / m / f"{s}.jsonl").is_file(), smk.stderr[-3000:]
-    assert {c.api_key for c in good.calls} == {key} and len(good.ok_calls()) == 3 * 12
+    assert {c.api_key for c in good.calls} == {key} and len(good.ok_calls()) == len(API_BACKENDS) * 12
     assert leaky.calls and all(c.status == 401 for c in leaky.calls)
     assert "invalid API key: ***" in (project / "results" / "logs" / "predict" / "leaky" / "context.log").read_text()
     assert (project / ".snakemake").is_dir() and (project / ".sabre" / "journal").is_dir()

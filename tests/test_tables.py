@@ -24,8 +24,9 @@ from sabre_prior.report.tables import (
     markdown_escape,
     write_main_tables,
 )
+from tests.identity import write_split_files
 
-# The paper's main table (SPEC.md section 5): correct pairs/items out of 100 per
+# The paper's main table (docs/benchmark.md): correct pairs/items out of 100 per
 # split, and the macro average the paper reports (one decimal).
 PAPER: dict[str, tuple[str, tuple[int, int, int, int], str]] = {
     "claude": ("Claude 4.6", (10, 40, 17, 58), "31.3"),
@@ -36,6 +37,11 @@ PAPER: dict[str, tuple[str, tuple[int, int, int, int], str]] = {
     "grok": ("Grok-4.3", (4, 28, 16, 23), "17.8"),
 }
 SPLITS = ("context", "texture", "attribute", "language")
+
+
+def fetched(root: Path) -> Path:
+    """The Parquet splits the results were computed from: fetched from the demo (their schema metadata)."""
+    return write_split_files(root / "data", SPLITS)
 
 
 def metrics_doc(counts: tuple[int, ...], total: int = 100, splits: tuple[str, ...] = SPLITS) -> dict[str, Any]:
@@ -155,7 +161,7 @@ def test_markdown_escape() -> None:
 # ---------------------------------------------------------------------------
 def test_csv_reproduces_the_paper_table(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
-    paths = write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    paths = write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     assert [p.name for p in paths] == ["main_results.md", "main_results.csv", "main_results.tex"]
     text = (tmp_path / "out" / "main_results.csv").read_text(encoding="utf-8")
     assert text.splitlines()[0] == "model,context,texture,attribute,language,macro"
@@ -171,53 +177,94 @@ def test_csv_reproduces_the_paper_table(tmp_path: Path) -> None:
 def test_rows_follow_params_order_not_alphabetical(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
     params["models"] = dict(reversed(list(params["models"].items())))
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     keys = [row[0] for row in read_csv(tmp_path / "out" / "main_results.csv")[1:]]
     assert keys == list(reversed(list(PAPER)))
 
 
-def test_markdown_bold_marks_best_per_column_including_ties(tmp_path: Path) -> None:
+def test_markdown_bolds_only_a_unique_best_and_names_shared_ones(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     md = tmp_path / "out" / "main_results.md"
-    lines = md.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "| Model | Context | Texture | Attribute | Language | Macro avg. |"
+    text = md.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0] == (
+        "| Model | Context (n = 100 pairs) | Texture (n = 100 pairs) | Attribute (n = 100 questions) "
+        "| Language (n = 100 questions) | Macro avg. |"
+    )
     rows = md_rows(md)
     assert [r[0] for r in rows] == [name for name, _, _ in PAPER.values()]
     for j in range(4):
-        best = max(counts[j] for _, counts, _ in PAPER.values())
-        expected_bold = {name for name, counts, _ in PAPER.values() if counts[j] == best}
+        values = [counts[j] for _, counts, _ in PAPER.values()]
+        best = max(values)
+        expected_bold = {name for name, counts, _ in PAPER.values() if counts[j] == best} if values.count(best) == 1 else set()
         bold = {r[0] for r in rows if r[j + 1].startswith("**")}
         assert bold == expected_bold, SPLITS[j]
-    # Texture: Kimi and Gemini tie at 52.
-    assert {r[0] for r in rows if r[2] == "**52.0**"} == {"Kimi-k2.6", "Gemini 3.5"}
+    # Texture: Kimi and Gemini tie at 52: no bold, and the caption says so.
+    assert [r[2] for r in rows if r[2].endswith("52.0")] == ["52.0", "52.0"]
+    assert "Best shared, so not bold: Texture 52.0 (2 models)." in text
     assert [r[5] for r in rows] == ["**31.3**", "23.3", "23.0", "22.3", "18.0", "17.8"]
+
+
+def test_tied_zeros_are_never_bold(tmp_path: Path) -> None:
+    """The demo's baselines: every model at 0.0 on context, one model ahead elsewhere."""
+    mdir = tmp_path / "metrics"
+    mdir.mkdir()
+    for key, counts in (("a", (0, 33, 0, 17)), ("b", (0, 0, 0, 0)), ("c", (0, 0, 0, 0)), ("d", (0, 0, 0, 0))):
+        (mdir / f"{key}.json").write_text(json.dumps(metrics_doc(counts)))
+    models = {k: {"backend": "baseline", "strategy": "random"} for k in "abcd"}
+    write_main_tables({"splits": list(SPLITS), "models": models}, mdir, tmp_path / "out", data_dir=fetched(tmp_path))
+    md = (tmp_path / "out" / "main_results.md").read_text()
+    assert "**0.0**" not in md
+    rows = md_rows(tmp_path / "out" / "main_results.md")
+    assert rows[0][1:] == ["0.0", "**33.0**", "0.0", "**17.0**", "**12.5**"]
+    assert "Best shared, so not bold: Context 0.0 (every model); Attribute 0.0 (every model)." in md
+    tex = (tmp_path / "out" / "main_results.tex").read_text()
+    assert r"\textbf{0.0}" not in tex and r"\textbf{33.0}" in tex
 
 
 def test_bold_compares_the_rounded_values(tmp_path: Path) -> None:
     mdir = tmp_path / "metrics"
     mdir.mkdir()
-    # 0.3125 and 0.31251 both show 31.3: both bold.
+    # 0.3125 and 0.31251 both show 31.3: a shared best, so neither is bold.
     for key, macro in (("a", 0.3125), ("b", 0.31251), ("c", 0.2)):
         doc = metrics_doc((10, 20, 30, 40))
         doc["macro_accuracy"] = macro
         (mdir / f"{key}.json").write_text(json.dumps(doc))
     models = {k: {"backend": "baseline", "strategy": "random"} for k in "abc"}
-    write_main_tables({"splits": list(SPLITS), "models": models}, mdir, tmp_path / "out")
+    write_main_tables({"splits": list(SPLITS), "models": models}, mdir, tmp_path / "out", data_dir=fetched(tmp_path))
     rows = md_rows(tmp_path / "out" / "main_results.md")
-    assert [r[5] for r in rows] == ["**31.3**", "**31.3**", "20.0"]
+    assert [r[5] for r in rows] == ["31.3", "31.3", "20.0"]
     assert [r[0] for r in rows] == ["a", "b", "c"]  # display_name falls back to the key
+    assert "Macro avg. 31.3 (2 models)" in (tmp_path / "out" / "main_results.md").read_text()
+
+
+def test_best_flags_rule() -> None:
+    from decimal import Decimal as D
+
+    from sabre_prior.report.style import best_flags
+
+    assert best_flags([D("0.0"), D("0.0"), D("0.0")]) == [False, False, False]  # all tied
+    assert best_flags([D("10.0"), D("52.0"), D("52.0")]) == [False, False, False]  # best shared
+    assert best_flags([D("10.0"), D("52.0"), D("0.0")]) == [False, True, False]  # one model alone
+    assert best_flags([D("0.1"), D("0.0")]) == [True, False]
+    assert best_flags([D("40.0")]) == [False]  # nothing to compare with
+    assert best_flags([None, D("5.0"), None]) == [False, False, False]
+    assert best_flags([None, D("5.0"), D("4.9")]) == [False, True, False]
 
 
 def test_latex_table_is_booktabs_with_escaped_names(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
     params["models"]["claude"]["display_name"] = "Claude_4.6 & co. 100%"
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     tex = (tmp_path / "out" / "main_results.tex").read_text(encoding="utf-8")
     body = [ln for ln in tex.splitlines() if not ln.startswith("%")]
     assert body[0] == r"\begin{tabular}{lrrrrr}"
     assert body[1] == r"\toprule"
-    assert body[2] == r"Model & Context & Texture & Attribute & Language & Macro avg. \\"
+    assert body[2] == (
+        r"Model & Context (n = 100 pairs) & Texture (n = 100 pairs) & Attribute (n = 100 questions) & "
+        r"Language (n = 100 questions) & Macro avg. \\"
+    )
     assert body[3] == r"\midrule"
     assert body[-2:] == [r"\bottomrule", r"\end{tabular}"]
     rows = body[4:-2]
@@ -226,12 +273,12 @@ def test_latex_table_is_booktabs_with_escaped_names(tmp_path: Path) -> None:
     for row in rows:  # five column separators per row: no unescaped & or % leaked
         assert len(re.findall(r"(?<!\\)&", row)) == 5
         assert not re.search(r"(?<!\\)%", row)
-    assert r"\textbf{52.0}" in rows[1] and r"\textbf{52.0}" in rows[3]
+    assert "52.0" in rows[1] and "52.0" in rows[3] and r"\textbf{52.0}" not in tex  # a shared best
 
 
 def test_intervals_in_md_tex_and_ci_csv(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "plain")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "plain", data_dir=fetched(tmp_path))
     idir = tmp_path / "intervals"
     idir.mkdir()
     for key, (_, counts, _) in PAPER.items():
@@ -241,7 +288,7 @@ def test_intervals_in_md_tex_and_ci_csv(tmp_path: Path) -> None:
         macro = sum(counts) / 400
         doc["macro"] = {"estimate": macro, "low": macro - 0.05, "high": macro + 0.05}
         (idir / f"{key}.json").write_text(json.dumps(doc))
-    paths = write_main_tables(params, tmp_path / "metrics", tmp_path / "ci", idir)
+    paths = write_main_tables(params, tmp_path / "metrics", tmp_path / "ci", idir, data_dir=fetched(tmp_path))
     assert [p.name for p in paths][-1] == "main_results_ci.csv"
     # The main CSV keeps its exact shape and values.
     assert (tmp_path / "ci" / "main_results.csv").read_bytes() == (tmp_path / "plain" / "main_results.csv").read_bytes()
@@ -270,7 +317,7 @@ def test_intervals_in_md_tex_and_ci_csv(tmp_path: Path) -> None:
         ["claude", "macro", "31.3", "26.3", "36.3"],
     ]
     # A later run without intervals removes the stale CI file.
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "ci")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "ci", data_dir=fetched(tmp_path))
     assert not (tmp_path / "ci" / "main_results_ci.csv").exists()
 
 
@@ -289,7 +336,7 @@ def test_stale_intervals_are_an_error(tmp_path: Path) -> None:
     doc.update(confidence=0.95, resamples=100, seed=0)
     params, idir = _one_model_with_intervals(tmp_path, doc)
     with pytest.raises(ResultsFileError, match=r"intervals/m\.json: macro\.estimate.*stale"):
-        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", idir)
+        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", idir, data_dir=fetched(tmp_path))
 
 
 def test_missing_interval_entry_is_an_error(tmp_path: Path) -> None:
@@ -297,21 +344,21 @@ def test_missing_interval_entry_is_an_error(tmp_path: Path) -> None:
     doc.update(confidence=0.95, resamples=100, seed=0)
     params, idir = _one_model_with_intervals(tmp_path, doc)
     with pytest.raises(ResultsFileError, match=r"m\.json: interval for 'macro' is missing"):
-        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", idir)
+        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", idir, data_dir=fetched(tmp_path))
 
 
 def test_missing_intervals_file_names_the_file(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
     (tmp_path / "intervals").mkdir()
     with pytest.raises(ResultsFileError, match=r"intervals/claude\.json: intervals file for model 'claude' not found"):
-        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", tmp_path / "intervals")
+        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", tmp_path / "intervals", data_dir=fetched(tmp_path))
 
 
 def test_missing_metrics_file_names_the_file(tmp_path: Path) -> None:
     params = write_paper_fixture(tmp_path)
     (tmp_path / "metrics" / "qwen.json").unlink()
     with pytest.raises(ResultsFileError) as info:
-        write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     assert str(tmp_path / "metrics" / "qwen.json") in str(info.value)
     assert "not found" in str(info.value)
     assert not (tmp_path / "out").exists()  # nothing half-written
@@ -338,7 +385,7 @@ def test_malformed_metrics_are_errors(tmp_path: Path, content: str, message: str
     (tmp_path / "metrics" / "m.json").write_text(content)
     params = {"splits": list(SPLITS), "models": {"m": {"backend": "baseline", "strategy": "random"}}}
     with pytest.raises(ResultsFileError, match=message):
-        write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+        write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
 
 
 def test_unconfigured_splits_leave_empty_cells(tmp_path: Path) -> None:
@@ -346,9 +393,10 @@ def test_unconfigured_splits_leave_empty_cells(tmp_path: Path) -> None:
     doc = metrics_doc((25, 50), splits=("attribute", "language"))
     (tmp_path / "metrics" / "m.json").write_text(json.dumps(doc))
     params = {"splits": ["language", "attribute"], "models": {"m": {"backend": "baseline", "strategy": "random"}}}
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     assert read_csv(tmp_path / "out" / "main_results.csv")[1] == ["m", "", "", "25.0", "50.0", "37.5"]
-    assert md_rows(tmp_path / "out" / "main_results.md")[0] == ["m", "–", "–", "**25.0**", "**50.0**", "**37.5**"]
+    # one model: nothing to compare with, so nothing is bold
+    assert md_rows(tmp_path / "out" / "main_results.md")[0] == ["m", "–", "–", "25.0", "50.0", "37.5"]
 
 
 # ---------------------------------------------------------------------------
@@ -373,6 +421,8 @@ def test_cli_missing_metrics_exits_non_zero_naming_file(tmp_path: Path, capsys: 
             str(tmp_path / "metrics"),
             "--outdir",
             str(tmp_path / "out"),
+            "--data",
+            str(fetched(tmp_path)),
         ]
     )
     assert code != 0
@@ -395,6 +445,8 @@ def test_tables_bytes_identical_across_processes(tmp_path: Path) -> None:
                 str(tmp_path / "metrics"),
                 "--outdir",
                 str(tmp_path / run),
+                "--data",
+                str(fetched(tmp_path)),
             ],
             check=True,
             capture_output=True,
@@ -410,7 +462,7 @@ def test_refused_questions_are_in_the_footnote(tmp_path: Path) -> None:
     doc = json.loads(path.read_text())
     doc["context"]["refused"], doc["language"]["refused"] = 2, 1
     path.write_text(json.dumps(doc))
-    write_main_tables(params, tmp_path / "metrics", tmp_path / "out")
+    write_main_tables(params, tmp_path / "metrics", tmp_path / "out", data_dir=fetched(tmp_path))
     md = (tmp_path / "out" / "main_results.md").read_text(encoding="utf-8")
     assert "refused by the provider (no answer, counted as wrong): Claude 4.6 3 (context 2, language 1)." in md
     assert "Kimi-k2.6 " not in md.split("refused by the provider")[1]

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 from .cliargs import add_params
@@ -25,9 +27,11 @@ from .errors import SabreError
 # check-config
 # ---------------------------------------------------------------------------
 def _check_config(args: argparse.Namespace) -> int:
+    from .buildcheck import check_settings
     from .config import load_params
 
     params = load_params(args.params)
+    check_settings(params, args.params)
     print(f"{args.params}: valid ({len(params['models'])} models, splits: {', '.join(params['splits'])})")
     return 0
 
@@ -41,27 +45,7 @@ def _p_check_config(sub: argparse._SubParsersAction) -> None:
 #: This module's own subcommands (the core's).
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_check_config]
 
-#: Subcommand -> the module (below ``sabre_prior``) whose ``REGISTRARS`` define it, in help order.
-COMMANDS: dict[str, str] = {
-    "check-config": "cli",
-    "demo-data": "data.commands",
-    "fetch": "data.commands",
-    "predict": "inference.commands",
-    "estimate": "inference.commands",
-    "batches": "inference.commands",
-    "evaluate": "scoring.commands",
-    "tables": "report.commands",
-    "figures": "report.commands",
-    "plot-data": "report.commands",
-    "intervals": "analysis.commands",
-    "compare": "analysis.commands",
-    "diagnose": "analysis.commands",
-    "paper-compare": "analysis.commands",
-    "report": "analysis.commands",
-    "manifest": "repro.commands",
-    "dvc-yaml": "repro.commands",
-    "dvc-sync": "repro.commands",
-}
+from .commandmap import COMMANDS  # noqa: E402  (subcommand -> its module; the pipeline's recipes read it too)
 
 
 class _Version(argparse.Action):
@@ -81,7 +65,13 @@ class _Version(argparse.Action):
 
 def command_modules(argv: Sequence[str]) -> list[str]:
     """The modules ``argv`` needs: the requested subcommand's only, or all of them (help, unknown)."""
-    command = next((a for a in argv if not a.startswith("-")), None)
+    args = list(argv)
+    command = None
+    for i, a in enumerate(args):
+        if a.startswith("-") or (i > 0 and args[i - 1] == "--log"):
+            continue  # an option, or the value of the global --log
+        command = a
+        break
     if command in COMMANDS:
         return [COMMANDS[command]]
     return list(dict.fromkeys(COMMANDS.values()))
@@ -90,32 +80,122 @@ def command_modules(argv: Sequence[str]) -> list[str]:
 def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser with the subcommands of ``modules`` (default: all of them)."""
     parser = argparse.ArgumentParser(prog="sabre", description="SABRE-Prior evaluation pipeline")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging (default: info)")
+    parser.add_argument(
+        "--log",
+        metavar="FILE",
+        help="write everything the command prints to FILE (as `> FILE 2>&1` would) and, when it fails, also "
+        "print the last lines of FILE on the terminal (the pipeline's stages use this; default: print to the terminal)",
+    )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in dict.fromkeys(COMMANDS.values()) if modules is None else modules:
         registrars = REGISTRARS if module == "cli" else importlib.import_module(f"{__package__}.{module}").REGISTRARS
         for register in registrars:
             register(sub)
+    for command in sub.choices.values():
+        for action in command._actions:
+            _name_default(action)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(command_modules(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _name_default(action: argparse.Action) -> None:
+    """Append ``(default: ...)`` to an option's help unless it says its default already (a flag's is off)."""
+    if not action.option_strings or not action.help or action.help is argparse.SUPPRESS or action.required:
+        return
+    if "default" in action.help.lower() or "%(default)" in action.help or action.nargs == 0:
+        return
+    value = action.default
+    shown = "none" if value is None or value == [] else " ".join(map(str, value)) if isinstance(value, list) else value
+    action.help = f"{action.help} (default: {str(shown).replace('%', '%%')})"
+
+
+#: Lines of a failed command's log shown on the terminal (``--log``).
+TAIL_LINES = 15
+
+
+def _redirect_output(path: str) -> int:
+    """Send this process's stdout and stderr (file descriptors 1 and 2, so child processes and C
+    libraries too) to ``path``; returns a copy of the terminal's stderr."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return saved
+
+
+def _show_tail(path: str, terminal: int, rc: int, command: str) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
     try:
-        return int(args.func(args) or 0)
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    shown = lines[-TAIL_LINES:]
+    text = f"sabre {command} failed (exit {rc}); the last {len(shown)} lines of {path}:\n" + "".join(
+        f"  {line}\n" for line in shown
+    )
+    os.write(terminal, text.encode("utf-8", errors="replace"))
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, words: Sequence[str], relaxed: Sequence[tuple[str, str]]) -> int:
+    from .repro import jobrun
+
+    try:
+        # a stage's command: the declared job's arguments for the options left at their defaults,
+        # a refusal for one that would degrade a pipeline output; its made record once it succeeded
+        adopted = jobrun.adopt(parser, words, args)
+        jobrun.check_required(parser, args, relaxed)
+        code = int(args.func(args) or 0)
+        if code == 0:
+            jobrun.record(adopted)
+        return code
     except SabreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        from .io_utils import NO_SPACE, disk_full_message
+
+        if exc.errno not in NO_SPACE:
+            raise
+        # a write outside io_utils' atomic writers (a library's cache, a log): no traceback either
+        print(f"error: {disk_full_message(exc.filename or '<a file of this command>', exc)}", file=sys.stderr)
+        return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .repro import jobrun
+
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_modules(words))
+    relaxed = jobrun.relax_required(parser, words)
+    args = parser.parse_args(argv)
+    terminal = _redirect_output(args.log) if args.log else None
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if terminal is None:
+        return _run(args, parser, words, relaxed)
+    try:
+        rc = _run(args, parser, words, relaxed)
+    except BaseException:  # noqa: BLE001 - an unexpected crash: its traceback goes to the log, its tail to the terminal
+        import traceback
+
+        traceback.print_exc()
+        rc = 1
+    if rc != 0:
+        _show_tail(args.log, terminal, rc, args.command)
+    os.close(terminal)
+    return rc
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -59,6 +59,19 @@ def _unknown_keys(err: Any) -> list[tuple[str, list[str]]]:
     return []
 
 
+def _without_backend(params: Mapping[str, Any]) -> set[str]:
+    """Models whose ``backend`` is missing or unknown: the per-backend rules say nothing true about them."""
+    from . import registry
+
+    models = params.get("models") if isinstance(params, Mapping) else None
+    if not isinstance(models, Mapping):
+        return set()
+    return {
+        str(name) for name, m in models.items()
+        if isinstance(m, Mapping) and str(m.get("backend")) not in registry.names()
+    }  # fmt: skip
+
+
 def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> None:
     """Validate against the schema; raise :class:`ConfigError` naming every bad field.
 
@@ -70,6 +83,14 @@ def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> N
 
     validator = jsonschema.Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    # a model without a (known) backend: only that is reported for it, not the keys of every
+    # backend's rule (an `if backend == ...` rule holds vacuously when `backend` is absent)
+    no_backend = _without_backend(params)
+    errors = [
+        e for e in errors
+        if not (len(e.absolute_path) >= 2 and e.absolute_path[0] == "models" and str(e.absolute_path[1]) in no_backend
+                and "allOf" in e.absolute_schema_path)
+    ]  # fmt: skip
     from . import registry  # `batch: true` only where a provider batch API is documented
 
     registry.check_params(params, source)  # before the schema's errors: a clearer message for `batch`
@@ -98,21 +119,79 @@ def params_at(params: Mapping[str, Any], path: Iterable[Any]) -> Mapping[str, An
     return node if isinstance(node, Mapping) else {}
 
 
-def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read and validate ``params.yaml``."""
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """A safe loader that refuses a key given twice in one mapping (YAML would keep the last silently)."""
+
+    source = "params.yaml"
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class names it
+                break
+            if first is not None:
+                raise ConfigError(
+                    f"{self.source}:{line}: key {key!r} is given twice in the same mapping (first at line {first}); "
+                    "YAML would keep only the last one: remove or rename one of them"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    text = f"{context}, {problem}" if context else str(problem)
+    hint = ""
+    line = ""
+    if mark is not None:
+        try:
+            line = path.read_text(encoding="utf-8").splitlines()[mark.line]
+        except (OSError, IndexError, UnicodeDecodeError):
+            line = ""
+    if "\t" in str(problem) or "\t" in line[: (mark.column + 1) if mark is not None else 0]:
+        hint = " (YAML does not allow tabs for indentation: indent with spaces)"
+    shown = f"\n    {line.rstrip()}" if line.strip() else ""
+    return ConfigError(f"{where}: not valid YAML: {text}{hint}{shown}")
+
+
+def read_params_file(path: str | Path = "params.yaml") -> dict[str, Any]:
+    """The mapping in ``path`` (not yet validated); errors name the file and line.
+
+    A key given twice in one mapping is an error (plain YAML keeps the last one silently); so is
+    an invalid or tab-indented file.  The Snakefile calls this before Snakemake reads the file.
+    """
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a directory; the configuration must be a YAML file")
     if not p.is_file():
         raise ConfigError(f"{p}: configuration file not found (run from the project root or pass --params)")
-    raw = p.read_bytes()
+    loader_cls = type("_Loader", (_UniqueKeyLoader,), {"source": str(p)})
     try:
-        params = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text ({exc})") from None
+    try:
+        params = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+        raise _yaml_error(p, exc) from None
     if not isinstance(params, dict):
         raise ConfigError(f"{p}: top level must be a mapping")
-    marker = _validated_marker(raw)
+    return params
+
+
+def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
+    """Read and validate ``params.yaml`` (a file validated before, byte for byte, is not validated again)."""
+    params = read_params_file(path)
+    marker = _validated_marker(Path(path).read_bytes())
     if marker is None or not marker.is_file():
-        validate_params(params, str(p))
+        validate_params(params, str(path))
         _remember(marker)
     return params
 

@@ -21,12 +21,21 @@ class AccessError(SabreError):
     """The gated dataset cannot be reached (token missing, access not granted, unknown repo)."""
 
 
+class SourceError(AccessError):
+    """``dataset.source`` cannot be resolved (hub unreachable, no access, unknown revision, missing folder):
+    the message names the source and the fix; nothing falls back to data read earlier."""
+
+
 class PredictionFileError(SabreError):
     """A prediction file is malformed (names file and line)."""
 
 
 class BackendError(SabreError):
     """A model backend failed in a way the user must fix (unknown backend, missing key...)."""
+
+
+class DiskFullError(SabreError):
+    """A file could not be written: the disk (or quota) is full; names the file."""
 
 
 class InferenceIncomplete(SabreError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -9,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
-from .errors import DataError, SabreError
+from .errors import DataError, DiskFullError, SabreError
 
 
 def _current_umask() -> int:
@@ -19,14 +20,36 @@ def _current_umask() -> int:
 
 
 _UMASK = _current_umask()
+#: Every temporary file this package writes starts with this (see .dvcignore).
+TEMP_PREFIX = ".sabre-tmp."
+
+
+#: errno values that mean "no room to write": the disk or the user's quota is full.
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_full_message(path: str | Path, exc: OSError) -> str:
+    """The message for a write that failed for want of space (names the file and the fix)."""
+    return (
+        f"{path}: cannot write: {os.strerror(exc.errno or errno.ENOSPC).lower()} (errno {exc.errno}). Free space on the "
+        f"file system that holds {Path(path).parent or '.'} (or raise the quota) and run the same command again; "
+        "the file was not replaced (a previous version, if any, is unchanged)"
+    )
 
 
 @contextmanager
 def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
     """Write to a temporary file beside ``path`` and rename it into place on success."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        # one name pattern for every temp file: .dvcignore keeps it out of DVC's hashes and cache
+        # should a kill leave it behind, and `sabre recover` removes it
+        fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise DiskFullError(disk_full_message(p, exc)) from None
+        raise
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
         encoding = None if "b" in mode else "utf-8"
@@ -36,11 +59,13 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            raise DiskFullError(disk_full_message(p, exc)) from None
         raise
 
 

@@ -32,6 +32,10 @@ from .errors import ConfigError
 
 Kind = Literal["offline", "api", "local"]
 
+#: Output-token limit per answer when a model sets no ``max_output_tokens`` (API and local models
+#: alike): the authors' screening client answers in at most 64 tokens.
+DEFAULT_MAX_OUTPUT_TOKENS = 64
+
 #: Keys every backend accepts in params.yaml (labels, prompt, job resources, the sent image).
 _COMMON: tuple[str, ...] = (
     "backend", "display_name", "paper_name", "provider", "prompt_template", "threads", "mem_mb", "runtime", "image",
@@ -47,12 +51,30 @@ _API: tuple[str, ...] = _COMMON + (
 #: Keys of the local backends (``inference.models.local_common.KNOWN_KEYS`` is made from them and the
 #: operational keys).  No ``temperature``: local decoding is greedy (``local_common.decoding_for``).
 _LOCAL: tuple[str, ...] = _COMMON + (
-    "model_id", "revision", "dtype", "device", "batch_size", "max_new_tokens", "gpus", "gpu_model",
+    "model_id", "revision", "dtype", "device", "batch_size", "max_output_tokens", "gpus", "gpu_model",
     "cuda_visible_devices", "tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "max_num_seqs",
     "enforce_eager", "trust_remote_code", "allow_download", "load_format", "system_prompt", "processor_kwargs",
     "model_kwargs", "seed", "concurrency", "repetition_penalty", "chat_template",
 )  # fmt: skip
 
+
+#: OpenAI-compatible providers (``provider`` of an ``openai``-backend model) whose docs
+#: describe the OpenAI Files + Batches endpoints for /v1/chat/completions, with the
+#: limits they document (requests per input file, bytes per input file).
+#: Sources (also in docs/api_models.md):
+#: openai: https://platform.openai.com/docs/guides/batch and the SDK's batches.create
+#:   docstring (50,000 requests, 200 MB per input file);
+#: moonshot: https://platform.kimi.ai/docs/api/batch-create (purpose="batch" JSONL,
+#:   file at most 100 MB);
+#: alibaba (DashScope / Model Studio): https://www.alibabacloud.com/help/en/model-studio/batch-interfaces-compatible-with-openai
+#:   ("OpenAI compatible - Batch", files + batches through the OpenAI SDK); OpenAI's
+#:   limits are applied.
+OPENAI_COMPATIBLE_BATCH: dict[str, tuple[int, int]] = {
+    "openai": (50_000, 200 * 1000 * 1000),
+    "moonshot": (50_000, 100 * 1000 * 1000),
+    "alibaba": (50_000, 200 * 1000 * 1000),
+    "dashscope": (50_000, 200 * 1000 * 1000),
+}
 
 @dataclass(frozen=True)
 class BackendSpec:
@@ -65,6 +87,11 @@ class BackendSpec:
     settings: tuple[str, ...] = _COMMON
     required: tuple[str, ...] = ()
     batch: str | None = None  # "module:Class" of the provider batch adapter (sabre_prior.inference.batch)
+    #: the ``provider`` values (default: the backend's name) whose batch API the adapter speaks;
+    #: None: every provider of this backend
+    batch_providers: tuple[str, ...] | None = None
+    #: what that batch API is, for error messages
+    batch_api: str = "the provider batch API"
 
 
 #: The backends, in the order the schema's enum (and its error messages) list them.
@@ -76,6 +103,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
     BackendSpec(
         "openai", "sabre_prior.inference.models.openai_backend:OpenAIBackend", "api", ("openai",),
         settings=_API, required=("model_id", "api_key_env"), batch="sabre_prior.inference.models.batch_openai:OpenAIBatch",
+        batch_providers=tuple(sorted(OPENAI_COMPATIBLE_BATCH)), batch_api="the OpenAI Files + Batches endpoints",
     ),
     BackendSpec(
         "anthropic", "sabre_prior.inference.models.anthropic_backend:AnthropicBackend", "api", ("anthropic",),
@@ -131,6 +159,20 @@ def schema_rules() -> list[dict[str, object]]:
                 "then": {"required": list(group[0].required), "propertyNames": {"enum": list(group[0].settings)}},
             }
         )
+    return rules + batch_schema_rules()
+
+
+def batch_schema_rules() -> list[dict[str, object]]:
+    """The params schema's ``batch`` rules: only a backend with a batch adapter takes ``batch``,
+    and only with a provider its adapter speaks to (:attr:`BackendSpec.batch_providers`)."""
+    batching = {"required": ["batch"], "properties": {"batch": {"not": {"enum": [False]}}}}
+    rules: list[dict[str, object]] = [
+        {"if": batching, "then": {"properties": {"backend": {"enum": [s.name for s in BACKENDS if s.batch]}}}}
+    ]
+    for spec in BACKENDS:
+        if spec.batch and spec.batch_providers is not None:
+            when = {"required": ["batch"], "properties": {"backend": {"const": spec.name}, "batch": {"not": {"enum": [False]}}}}
+            rules.append({"if": when, "then": {"properties": {"provider": {"enum": list(spec.batch_providers)}}}})
     return rules
 
 
@@ -138,24 +180,6 @@ def schema_rules() -> list[dict[str, object]]:
 # Provider batch APIs: which backends and providers have one, and the ``batch`` settings
 # (checked here, without importing the engine, when params.yaml is validated)
 # ---------------------------------------------------------------------------
-#: OpenAI-compatible providers (``provider`` of an ``openai``-backend model) whose docs
-#: describe the OpenAI Files + Batches endpoints for /v1/chat/completions, with the
-#: limits they document (requests per input file, bytes per input file).
-#: Sources (also in docs/api_models.md):
-#: openai: https://platform.openai.com/docs/guides/batch and the SDK's batches.create
-#:   docstring (50,000 requests, 200 MB per input file);
-#: moonshot: https://platform.kimi.ai/docs/api/batch-create (purpose="batch" JSONL,
-#:   file at most 100 MB);
-#: alibaba (DashScope / Model Studio): https://www.alibabacloud.com/help/en/model-studio/batch-interfaces-compatible-with-openai
-#:   ("OpenAI compatible - Batch", files + batches through the OpenAI SDK); OpenAI's
-#:   limits are applied.
-OPENAI_COMPATIBLE_BATCH: dict[str, tuple[int, int]] = {
-    "openai": (50_000, 200 * 1000 * 1000),
-    "moonshot": (50_000, 100 * 1000 * 1000),
-    "alibaba": (50_000, 200 * 1000 * 1000),
-    "dashscope": (50_000, 200 * 1000 * 1000),
-}
-
 BATCH_KEYS = frozenset({"enabled", "wait", "poll_s", "max_requests", "max_bytes", "retry", "max_attempts", "prices"})
 
 
@@ -236,14 +260,14 @@ def check_supported(model: str, settings: Mapping[str, Any]) -> None:
             f"models.{model}.batch: backend {backend!r} has no provider batch API "
             f"(batch mode exists for {', '.join(batch_backends)}); remove `batch` from this model"
         )
-    if backend == "openai":
-        provider = str(settings.get("provider") or "openai").lower()
-        if provider not in OPENAI_COMPATIBLE_BATCH:
-            raise ConfigError(
-                f"models.{model}.batch: provider {provider!r} does not document the OpenAI Files + Batches "
-                f"endpoints (batch mode is enabled for {', '.join(sorted(OPENAI_COMPATIBLE_BATCH))}; see "
-                f"docs/api_models.md, 'Batch mode'); remove `batch` from this model"
-            )
+    providers = SPECS[str(backend)].batch_providers
+    provider = str(settings.get("provider") or backend).lower()
+    if providers is not None and provider not in providers:
+        raise ConfigError(
+            f"models.{model}.batch: provider {provider!r} does not document {SPECS[str(backend)].batch_api} "
+            f"(batch mode is enabled for {', '.join(providers)}; see docs/api_models.md, 'Batch mode'); "
+            f"remove `batch` from this model"
+        )
 
 
 def check_params(params: Mapping[str, Any], source: str = "params.yaml") -> None:

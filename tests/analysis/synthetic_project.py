@@ -21,7 +21,10 @@ import yaml
 from PIL import Image, ImageDraw
 
 from sabre_prior import contracts as C
+from sabre_prior.data.parquet import identity_metadata
 
+#: The source the synthetic splits record (their schema metadata), as a local copy's path.
+SOURCE = "./synthetic-mirror"
 N_PAIRS = 6
 N_ITEMS = 8
 OPTIONS = ["A red one", "A blue one", "It cannot be determined from the image", "A green one"]
@@ -85,7 +88,9 @@ def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
         else:
             arrays[k] = pa.array(v)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table(arrays), path)
+    # the schema metadata the fetch step writes: where the rows were read (a local copy here)
+    table = pa.table(arrays).replace_schema_metadata(identity_metadata(SOURCE, "local"))
+    pq.write_table(table, path)
 
 
 # --- a stand-in for the scorer's extraction, enough for these fixed answers ---

@@ -190,3 +190,34 @@ def test_cli_diagnose_writes_tables_json_and_figure(project: Path) -> None:
     snapshot = {p: p.read_bytes() for p in (png, pdf, Path("results/analysis/diagnostics.json"))}
     assert main(["diagnose"]) == 0
     assert all(p.read_bytes() == b for p, b in snapshot.items()), "diagnostics outputs are not deterministic"
+
+
+def test_pair_outcomes_figure_names_its_data_n_and_model_colours(project: Path) -> None:
+    """The figure's subtitle is the data source the Parquet splits record; each panel says its n; each
+    model's label has the colour the model has in the accuracy figures (params order)."""
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+
+    from sabre_prior.analysis.diagnostics import pair_outcomes_figure
+    from sabre_prior.data.parquet import data_identity
+    from sabre_prior.report.plotting import plt
+    from sabre_prior.report.style import model_style
+    from synthetic_project import SOURCE
+
+    models = ["oracle", "prior", "always_yes", "mixed"]
+    splits = list(C.SPLITS)
+    data = {s: read_rows(Path("data/parquet") / f"{s}.parquet") for s in ("attribute", "language")}
+    diag = {m: model_diagnostics(read_model_traces(Path("results/traces") / m, splits), data) for m in models}
+    identity = data_identity(Path("data/parquet"), splits)
+    assert identity.label == f"local copy {SOURCE}"
+    fig = pair_outcomes_figure(diag, {m: m.title() for m in models}, identity.label)
+    try:
+        assert fig._suptitle.get_text().endswith(f"data: local copy {SOURCE}")
+        for ax, split in zip(fig.axes, C.PAIRED_SPLITS, strict=True):
+            assert ax.get_title(loc="left") == f"{split.capitalize()} (n = 6 pairs)"
+            swatches = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_clip_on() is False]
+            by_row = sorted(swatches, key=lambda p: -p.get_y())  # top row first: the first model
+            assert [to_hex(p.get_facecolor()).upper() for p in by_row] == [model_style(i).color.upper() for i in range(4)]
+            assert [t.get_text() for t in ax.get_yticklabels()][::-1] == [m.title() for m in models]
+    finally:
+        plt.close(fig)

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from synthetic_project import MODELS, make_project
+from synthetic_project import MODELS, SOURCE, make_project
 
 from sabre_prior import contracts as C
 from sabre_prior.analysis.report import _script_json, aligned_results, thumbnail_uri
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError
+from sabre_prior.report.style import caption, model_style
 
 HOSTILE = '</script><img src=x onerror="window.__pwned=1"> No'
+FIGURES = ("split_accuracy", "probe_accuracy", "pair_outcomes")
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 
 
@@ -42,9 +44,11 @@ def build_report(root: Path, extra: dict | None = None) -> Path:
         assert main(["compare"]) == 0
         assert main(["diagnose"]) == 0
         assert main(["paper-compare"]) == 0
+        assert main(["tables", "--intervals-dir", "results/intervals"]) == 0
+        assert main(["figures", "--intervals-dir", "results/intervals"]) == 0
         assert main([
             "report", "--comparison", "results/tables/model_comparison.csv", "--paper", "results/tables/paper_comparison.csv",
-            "--figure", "results/figures/pair_outcomes.png",
+            *(f"--figure=results/figures/{stem}.png" for stem in FIGURES),
         ]) == 0  # fmt: skip
     finally:
         os.chdir(cwd)
@@ -117,7 +121,7 @@ def test_report_content_size_and_determinism(report: Path, tmp_path: Path) -> No
     assert data["intervals"]["mixed"]["macro"]["estimate"] == 0.4375
     assert data["pair_class"]["prior"]["context"]["context_001"] == "prior_following"
     assert [r["metric"] for r in data["paper"]] == [*C.SPLITS, "macro"]
-    assert report.stat().st_size < 400_000
+    assert report.stat().st_size < 800_000  # three figures (PNG) and 40 thumbnails
     again = build_report(tmp_path / "again", {"chatty": chatty})
     assert again.read_bytes() == report.read_bytes()
 
@@ -172,9 +176,31 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             # overview: the main table with intervals, the figure
             rows = page.locator("#main-table tbody tr")
             assert rows.count() == 5
-            assert rows.nth(0).inner_text().split("\t")[1:] == ["100 [100, 100]"] * 4 + ["100.0 [100.0, 100.0]"]
-            mixed = rows.nth(3).inner_text()
-            assert mixed.startswith("Mixed") and "50 [" in mixed and "43.8 [" in mixed
+            # the cells of main_results.md: one rounding (one decimal) and one bold rule
+            md = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in
+                  (report.parents[2] / "results/tables/main_results.md").read_text().splitlines()[2:7]]  # fmt: skip
+            shown = [rows.nth(i).inner_text().split("\t") for i in range(5)]
+            assert [r[1:] for r in shown] == [[c.replace("**", "") for c in r[1:]] for r in md]
+            assert shown[0][1:] == ["100.0 [100.0, 100.0]"] * 5
+            mixed = shown[3]
+            assert mixed[0] == "Mixed" and mixed[1].startswith("50.0 [") and mixed[5].startswith("43.8 [")
+            bold = rows.evaluate_all("rs => rs.map(r => [...r.children].slice(1).map(td => td.classList.contains('best')))")
+            assert bold == [[c.startswith("**") for c in r[1:]] for r in md]
+            # every bold cell is a unique best (oracle and chatty share 100.0 on some columns: not bold)
+            assert not any(b for r in bold for b in r) or all(sum(col) == 1 for col in zip(*bold) if any(col))
+            heads = page.locator("#main-table thead th").all_inner_texts()
+            assert heads[1].replace("\n", " ") == "Context n = 6 pairs" and heads[3].replace("\n", " ") == "Attribute n = 8 questions"
+            # one colour per model: the swatch has the model's colour in the figures (params order)
+            colours = rows.evaluate_all("rs => rs.map(r => r.querySelector('.swatch').dataset.color)")
+            assert colours == [model_style(i).color for i in range(5)]
+            # the data named is what the Parquet files record (params.yaml says demo)
+            intro = page.inner_text("#overview-intro")
+            assert intro.startswith(f"Data: local copy {SOURCE}; SHA-256 of the Parquet splits read: context ")
+            assert "embedded demo" not in intro
+            # figures: every one shown, captioned by what it shows (not its file name)
+            captions = page.locator("#figures figcaption").all_inner_texts()
+            assert [c.strip() for c in captions] == [caption(stem) for stem in FIGURES]
+            assert not set(captions) & set(FIGURES)
             assert page.eval_on_selector("#figures img", "i => i.naturalWidth") > 500
             assert page.locator("#paper-table tbody tr").count() == 5
             assert page.locator("#comparison-table tbody tr").count() == 10 * 5

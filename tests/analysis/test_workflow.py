@@ -47,6 +47,11 @@ def test_analysis_outputs_agree_with_the_metrics(run: Path) -> None:
     )
     assert [m["key"] for m in data["models"]] == models
     assert {f["name"] for f in data["figures"]} == {"split_accuracy", "probe_accuracy", "pair_outcomes"}
+    # the data named is what the demo's Parquet files record
+    assert data["data"]["kind"] == "demo" and data["data"]["label"].startswith("embedded demo benchmark")
+    manifest = json.loads((run / "results/manifest.json").read_text())
+    assert manifest["dataset"] == {"source": C.DEMO_DIR, "kind": "demo", "revision": None}
+    assert "**0.0**" not in (run / "results/tables/main_results.md").read_text()  # no tied zero is bold
 
 
 def test_snakemake_report(run: Path) -> None:
@@ -56,6 +61,12 @@ def test_snakemake_report(run: Path) -> None:
     text = page.read_text(errors="replace")
     for name in ("pair_outcomes.png", "model_comparison.md", "main_results.csv", "split_accuracy.png"):
         assert name in text, name
+    # every entry is described by its caption (the HTML report's), not only by its file name
+    from sabre_prior.report.style import caption
+
+    for stem in ("split_accuracy", "probe_accuracy", "pair_outcomes", "main_results", "model_comparison",
+                 "diagnostics", "paper_comparison"):  # fmt: skip
+        assert caption(stem)[:30] in text, stem
 
 
 def test_changing_the_seed_reruns_only_the_analysis(run: Path) -> None:

@@ -1,41 +1,12 @@
-"""The Anthropic backend through the real ``anthropic`` SDK against the fake server."""
+"""The Anthropic backend through the real ``anthropic`` SDK against the fake server: what only this
+provider sends on the wire (the behaviour every API backend shares is in test_api_backends.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from tests.models import _contract as contract
 from tests.servers import FakeServer
-from tests.servers.fixtures import FAULT_KINDS, KEY, api_key, one_call, server  # noqa: F401  (fixtures)
+from tests.servers.fixtures import KEY, api_key, one_call, server  # noqa: F401  (fixtures)
 
 BACKEND = "anthropic"
-
-
-def test_answer_and_usage(server: FakeServer) -> None:
-    contract.check_answer_and_usage(server, BACKEND)
-
-
-@pytest.mark.parametrize("fault", sorted(FAULT_KINDS))
-def test_fault_mapping(server: FakeServer, fault: str) -> None:
-    contract.check_fault(server, BACKEND, fault)
-
-
-def test_empty_answer(server: FakeServer) -> None:
-    contract.check_empty_answer_is_returned_as_empty(server, BACKEND)
-
-
-def test_end_to_end(tmp_path: Path, server: FakeServer) -> None:
-    contract.check_end_to_end(tmp_path, server, BACKEND)
-
-
-def test_missing_key(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    contract.check_missing_key(server, BACKEND, monkeypatch)
-
-
-def test_unknown_setting(server: FakeServer) -> None:
-    contract.check_unknown_setting(server, BACKEND)
 
 
 def test_wire_request(server: FakeServer) -> None:

@@ -1,16 +1,15 @@
-"""The Gemini backend through the real ``google-genai`` SDK against the fake server."""
+"""The Gemini backend through the real ``google-genai`` SDK against the fake server: what only this
+provider sends on the wire (the behaviour every API backend shares is in test_api_backends.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from sabre_prior.errors import ConfigError
 from sabre_prior.inference.models.base import create_backend
-from tests.models import _contract as contract
 from tests.servers import FakeServer
-from tests.servers.fixtures import FAULT_KINDS, KEY, api_key, model_settings, one_call, server  # noqa: F401
+from tests.servers.fixtures import KEY, api_key, model_settings, one_call, server  # noqa: F401
 
 BACKEND = "gemini"
 
@@ -18,31 +17,6 @@ BACKEND = "gemini"
 def camel(d: dict) -> dict:
     """The API accepts proto JSON field names in either case; compare them in camelCase."""
     return {k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:]): v for k, v in d.items()}
-
-
-def test_answer_and_usage(server: FakeServer) -> None:
-    contract.check_answer_and_usage(server, BACKEND)
-
-
-@pytest.mark.parametrize("fault", sorted(FAULT_KINDS))
-def test_fault_mapping(server: FakeServer, fault: str) -> None:
-    contract.check_fault(server, BACKEND, fault)
-
-
-def test_empty_answer(server: FakeServer) -> None:
-    contract.check_empty_answer_is_returned_as_empty(server, BACKEND)
-
-
-def test_end_to_end(tmp_path: Path, server: FakeServer) -> None:
-    contract.check_end_to_end(tmp_path, server, BACKEND)
-
-
-def test_missing_key(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    contract.check_missing_key(server, BACKEND, monkeypatch)
-
-
-def test_unknown_setting(server: FakeServer) -> None:
-    contract.check_unknown_setting(server, BACKEND)
 
 
 def test_wire_request(server: FakeServer) -> None:

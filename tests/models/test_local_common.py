@@ -61,7 +61,8 @@ def test_settings_defaults_and_values() -> None:
         ({"model_id": "m", "dtype": "fp8"}, "dtype"),
         ({"model_id": "m", "device": "gpu0"}, "device"),
         ({"model_id": "m", "batch_size": 0}, "batch_size"),
-        ({"model_id": "m", "max_new_tokens": True}, "max_new_tokens"),
+        ({"model_id": "m", "max_output_tokens": True}, "max_output_tokens"),
+        ({"model_id": "m", "max_new_tokens": 8}, "max_new_tokens"),  # the old name of max_output_tokens
         ({"model_id": "m", "gpus": -1}, "gpus"),
         ({"model_id": "m", "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
         ({"model_id": "m", "processor_kwargs": [1]}, "processor_kwargs"),
@@ -79,8 +80,11 @@ def test_cache_identity_ignores_hardware_settings() -> None:
     a = local_cache_identity({"backend": "vllm", "model_id": "x", "batch_size": 4, "gpus": 2, "device": "cuda:1"})
     b = local_cache_identity({"backend": "vllm", "model_id": "x", "batch_size": 256, "tensor_parallel_size": 4})
     assert a == b == {"backend": "vllm", "model_id": "x", "max_new_tokens": 64, "dtype": "auto", "decoding": DECODING_PROTOCOL}
-    c = local_cache_identity({"backend": "vllm", "model_id": "x", "max_new_tokens": 8})
+    c = local_cache_identity({"backend": "vllm", "model_id": "x", "max_output_tokens": 8})
     assert c != a
+    # the limit keeps the key it had under its old name: answers journaled before the rename are reused
+    assert c == {"backend": "vllm", "model_id": "x", "max_new_tokens": 8, "dtype": "auto", "decoding": DECODING_PROTOCOL}
+    assert list(c) == list(local_cache_identity({"backend": "vllm", "model_id": "x", "max_new_tokens": 8}))
     assert local_cache_identity({"backend": "vllm", "model_id": "x", "repetition_penalty": 1.05}) != a
 
 
@@ -184,7 +188,7 @@ def test_open_model_presets_are_valid() -> None:
 
 # -- the decoding protocol -----------------------------------------------------------------------
 def test_one_decoding_protocol_for_both_backends() -> None:
-    cfg = LocalSettings.from_settings("m", {"backend": "vllm", "model_id": "x", "max_new_tokens": 12, "seed": 3})
+    cfg = LocalSettings.from_settings("m", {"backend": "vllm", "model_id": "x", "max_output_tokens": 12, "seed": 3})
     assert cfg.decoding == Decoding(max_new_tokens=12, repetition_penalty=1.0, seed=3)
     hf = cfg.decoding.transformers_kwargs({7, 2}, pad_id=0)
     vl = cfg.decoding.vllm_kwargs([2, 7])
@@ -200,7 +204,7 @@ def test_one_decoding_protocol_for_both_backends() -> None:
 
 
 def test_decoding_is_described_for_the_manifest() -> None:
-    described = decoding_for("m", {"backend": "transformers", "model_id": "x", "max_new_tokens": 8})
+    described = decoding_for("m", {"backend": "transformers", "model_id": "x", "max_output_tokens": 8})
     assert described is not None
     assert (described["strategy"], described["temperature"], described["max_new_tokens"], described["repetition_penalty"]) == ("greedy", 0.0, 8, 1.0)
     assert decoding_for("gpt", {"backend": "openai", "model_id": "gpt", "api_key_env": "K"}) is None

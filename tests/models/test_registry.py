@@ -45,9 +45,35 @@ def test_schema_enum_and_per_backend_keys_come_from_the_registry() -> None:
 
 
 def test_the_schema_file_types_no_backend_list() -> None:
-    raw = yaml.safe_load(schema_path().read_text(encoding="utf-8"))["$defs"]["model"]
+    text = schema_path().read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)["$defs"]["model"]
     assert "enum" not in raw["properties"]["backend"]
-    assert not [r for r in raw["allOf"] if "propertyNames" in r.get("then", {})]
+    assert "allOf" not in raw, "the per-backend and batch rules are filled in from the registry"
+    # no backend or batch provider is named anywhere in the file (prose and comments included)
+    named = set(registry.names()) | set(registry.OPENAI_COMPATIBLE_BATCH)
+    words = set(re.findall(r"[a-z]+", text))
+    assert words & named == set()
+
+
+def test_batch_rules_of_the_schema_come_from_the_registry() -> None:
+    rules = load_schema()["$defs"]["model"]["allOf"]
+    assert rules[-len(registry.batch_schema_rules()):] == registry.batch_schema_rules()
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    ok = {"backend": "openai", "model_id": "m", "api_key_env": "K", "provider": "moonshot", "batch": True}
+    validate_params({**params, "models": {"m": ok}})
+    for bad, message in (
+        ({**ok, "provider": "xai"}, r"provider 'xai' does not document the OpenAI Files \+ Batches endpoints"),
+        ({"backend": "baseline", "strategy": "random", "batch": True}, "batch"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            validate_params({**params, "models": {"m": bad}})
+    # without the code's own check, the schema alone refuses them too
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema())
+    assert not list(validator.iter_errors({**params, "models": {"m": ok}}))
+    for bad in ({**ok, "provider": "xai"}, {**ok, "backend": "baseline", "strategy": "random"}):
+        assert list(validator.iter_errors({**params, "models": {"m": bad}}))
 
 
 def test_derived_lists() -> None:
@@ -110,3 +136,43 @@ def test_schema_and_local_settings_agree_on_local_keys() -> None:
             validate_params({**params, "models": {"m": bad}})
         with pytest.raises(ConfigError, match="temperature"):
             local_common.LocalSettings.from_settings("m", bad)
+
+
+def test_protocol_and_provider_rules_live_on_the_backend_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sabre_prior.inference import outcomes
+    from sabre_prior.inference.models.anthropic_backend import AnthropicBackend
+
+    # no branch on a protocol or provider name outside the backend modules
+    for module in (outcomes, base):
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        assert not re.search(r"\b(protocol|provider)\s*(==|in)\s*[(\"']", source), module.__name__
+    blocked = {"type": "error", "error": {"type": "invalid_request_error", "message": "Output blocked by content filtering policy"}}
+    assert outcomes.classify_error("anthropic", 400, blocked).kind == "refusal"
+    assert outcomes.classify_error("openai", 400, blocked).kind == "bad_request", "the phrase is Anthropic's own"
+    monkeypatch.setattr(AnthropicBackend, "refusal_phrases", ())
+    assert outcomes.classify_error("anthropic", 400, blocked).kind == "bad_request", "read from the class"
+    retry_info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}
+    quota = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota", "details": [retry_info]}}
+    assert outcomes.classify_error("gemini", 429, quota).retry_after == pytest.approx(37)
+    assert outcomes.classify_error("openai", 429, quota).retry_after is None, "RetryInfo is Gemini's own signal"
+    with pytest.raises(ValueError, match="not an API backend"):
+        outcomes.classify_error("baseline", 429, quota)
+    # every API class counts its own provider's images by a rule of its own
+    for name in registry.names("api"):
+        cls = base.backend_class(name)
+        assert cls.provider in cls.image_token_rules, name
+        assert cls.image_tokens(cls.provider, 1400, 939) != base.generic_image_tokens(1400, 939), name
+
+
+def test_one_name_for_the_output_token_limit() -> None:
+    # API and local models read `max_output_tokens`; local models' old `max_new_tokens` is refused
+    for name in registry.names("api") + registry.names("local"):
+        assert "max_output_tokens" in registry.SPECS[name].settings and "max_new_tokens" not in registry.SPECS[name].settings
+    assert local_common.DEFAULT_MAX_NEW_TOKENS == registry.DEFAULT_MAX_OUTPUT_TOKENS
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    params["models"] = {"q": {"backend": "vllm", "model_id": "org/m", "max_new_tokens": 8}}
+    with pytest.raises(ConfigError, match=r"models\.q\.max_new_tokens: unknown key for backend 'vllm' \(did you mean 'max_output_tokens'\?\)"):
+        validate_params(params)
+    params["models"] = {"q": {"backend": "vllm", "model_id": "org/m", "max_output_tokens": 8}}
+    validate_params(params)
+    assert local_common.LocalSettings.from_settings("q", params["models"]["q"]).decoding.max_new_tokens == 8

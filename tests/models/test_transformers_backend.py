@@ -58,7 +58,7 @@ def _backend(model: Path, **settings):
 
 
 def test_answers_every_question_with_token_counts(tiny_model: Path) -> None:
-    backend = _backend(tiny_model, batch_size=2, max_new_tokens=6)
+    backend = _backend(tiny_model, batch_size=2, max_output_tokens=6)
     backend.check_ready()
     completions = backend.complete_batch(QUERIES)
     assert len(completions) == len(QUERIES)
@@ -83,23 +83,23 @@ def test_answers_every_question_with_token_counts(tiny_model: Path) -> None:
 
 def test_batched_generation_equals_one_by_one(tiny_model: Path) -> None:
     """Left padding and the attention mask keep batched greedy answers identical."""
-    batched = _backend(tiny_model, batch_size=len(QUERIES), max_new_tokens=8).complete_batch(QUERIES)
-    single_backend = _backend(tiny_model, batch_size=1, max_new_tokens=8)
+    batched = _backend(tiny_model, batch_size=len(QUERIES), max_output_tokens=8).complete_batch(QUERIES)
+    single_backend = _backend(tiny_model, batch_size=1, max_output_tokens=8)
     single = [single_backend.complete_batch([q])[0] for q in QUERIES]
     assert [c.text for c in batched] == [c.text for c in single]
     assert [c.output_tokens for c in batched] == [c.output_tokens for c in single]
 
 
 def test_greedy_decoding_is_deterministic_across_loads(tiny_model: Path) -> None:
-    first = [c.text for c in _backend(tiny_model, max_new_tokens=5).complete_batch(QUERIES[:3])]
-    second = [c.text for c in _backend(tiny_model, max_new_tokens=5).complete_batch(QUERIES[:3])]
+    first = [c.text for c in _backend(tiny_model, max_output_tokens=5).complete_batch(QUERIES[:3])]
+    second = [c.text for c in _backend(tiny_model, max_output_tokens=5).complete_batch(QUERIES[:3])]
     assert first == second
 
 
 def test_dtype_setting_is_applied(tiny_model: Path) -> None:
     import torch
 
-    backend = _backend(tiny_model, dtype="bfloat16", max_new_tokens=3)
+    backend = _backend(tiny_model, dtype="bfloat16", max_output_tokens=3)
     backend.check_ready()
     assert backend._model is None  # loaded at the first batch, not by the readiness check
     assert len(backend.complete_batch(QUERIES[:2])) == 2
@@ -108,8 +108,8 @@ def test_dtype_setting_is_applied(tiny_model: Path) -> None:
 
 def test_dummy_weights_from_the_config(tiny_model: Path) -> None:
     """load_format: dummy builds random weights from the config (benchmarks without weights)."""
-    real = _backend(tiny_model, max_new_tokens=6).complete_batch(QUERIES)
-    dummy = _backend(tiny_model, max_new_tokens=6, load_format="dummy", seed=123).complete_batch(QUERIES)
+    real = _backend(tiny_model, max_output_tokens=6).complete_batch(QUERIES)
+    dummy = _backend(tiny_model, max_output_tokens=6, load_format="dummy", seed=123).complete_batch(QUERIES)
     assert len(dummy) == len(QUERIES)
     assert [c.text for c in dummy] != [c.text for c in real]
 
@@ -157,14 +157,14 @@ def test_checkpoint_generation_defaults_do_not_change_answers(tiny_model: Path, 
     import json
     import shutil
 
-    plain = [c.text for c in _backend(tiny_model, max_new_tokens=8).complete_batch(QUERIES)]
+    plain = [c.text for c in _backend(tiny_model, max_output_tokens=8).complete_batch(QUERIES)]
     noisy = tmp_path / "noisy"
     shutil.copytree(tiny_model, noisy)
     gen = json.loads((noisy / "generation_config.json").read_text())
     gen.update(do_sample=True, temperature=3.0, top_k=2, top_p=0.5, repetition_penalty=50.0, no_repeat_ngram_size=1)
     (noisy / "generation_config.json").write_text(json.dumps(gen))
-    assert [c.text for c in _backend(noisy, max_new_tokens=8).complete_batch(QUERIES)] == plain
-    penalised = [c.text for c in _backend(tiny_model, max_new_tokens=8, repetition_penalty=50.0).complete_batch(QUERIES)]
+    assert [c.text for c in _backend(noisy, max_output_tokens=8).complete_batch(QUERIES)] == plain
+    penalised = [c.text for c in _backend(tiny_model, max_output_tokens=8, repetition_penalty=50.0).complete_batch(QUERIES)]
     assert penalised != plain  # the setting itself is applied (the check above can fail)
 
 
@@ -185,7 +185,7 @@ def test_missing_chat_template_is_refused_before_loading(tiny_model: Path, tmp_p
         _backend(bare).check_ready()
     template = tmp_path / "llava.jinja"
     template.write_text(load_tiny_vlm_module().CHAT_TEMPLATE)
-    backend = _backend(bare, chat_template=str(template), max_new_tokens=3)
+    backend = _backend(bare, chat_template=str(template), max_output_tokens=3)
     backend.check_ready()
     assert len(backend.complete_batch(QUERIES[:2])) == 2
 

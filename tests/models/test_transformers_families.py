@@ -45,7 +45,7 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _settings(path: Path, batch_size: int) -> dict:
     return {"backend": "transformers", "model_id": str(path), "device": "cpu", "batch_size": batch_size,
-            "max_new_tokens": NEW_TOKENS, "threads": 1, "mem_mb": 1000, "runtime": 10}  # fmt: skip
+            "max_output_tokens": NEW_TOKENS, "threads": 1, "mem_mb": 1000, "runtime": 10}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

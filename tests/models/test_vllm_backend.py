@@ -89,7 +89,7 @@ def test_sampling_is_the_shared_protocol() -> None:
     kw = sampling_kwargs(_cfg(), [2, 9])
     assert kw == {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "presence_penalty": 0.0,
                   "frequency_penalty": 0.0, "repetition_penalty": 1.0, "max_tokens": 64, "stop_token_ids": [2, 9], "seed": 0}  # fmt: skip
-    assert sampling_kwargs(_cfg(max_new_tokens=8, repetition_penalty=1.05))["repetition_penalty"] == 1.05
+    assert sampling_kwargs(_cfg(max_output_tokens=8, repetition_penalty=1.05))["repetition_penalty"] == 1.05
 
 
 def test_chat_template_setting_reaches_llm_chat(tmp_path) -> None:
@@ -227,7 +227,7 @@ def test_vllm_engine_on_a_tiny_random_model(tmp_path: Path) -> None:
     # heads of 32 dims: the smallest that vLLM's attention kernels take
     model = tiny.build_tiny_vlm(tmp_path / "tiny", hidden_size=64)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    settings = {"backend": "vllm", "model_id": str(model), "max_new_tokens": 6, "dtype": "float16",
+    settings = {"backend": "vllm", "model_id": str(model), "max_output_tokens": 6, "dtype": "float16",
                 "max_model_len": 1024, "gpu_memory_utilization": 0.3, "enforce_eager": True}
     backend = create_backend("tiny", settings)
     backend.check_ready()
@@ -291,7 +291,7 @@ def test_backend_drives_the_engine_as_configured(tmp_path, monkeypatch: pytest.M
     import huggingface_hub.constants as hub_constants
 
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", hub_constants.HF_HUB_OFFLINE)
-    backend = create_backend("tiny", {"backend": "vllm", "model_id": str(model), "max_new_tokens": 5,
+    backend = create_backend("tiny", {"backend": "vllm", "model_id": str(model), "max_output_tokens": 5,
                                       "chat_template": str(tmp_path / "t.jinja"), "repetition_penalty": 1.1})  # fmt: skip
     backend.check_ready()  # the processor pre-flight passes on the tiny LLaVA
     completions = backend.complete_batch(QUERIES)

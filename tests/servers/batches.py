@@ -90,6 +90,10 @@ class FakeBatchServer:
         self.faults: dict[str, list[str | None]] = {}
         self.expire_batches = 0
         self.invalid = False  # OpenAI: batches fail validation (status failed, errors.data, no files)
+        #: Gemini: jobs end BATCH_STATE_FAILED with this google.rpc.Status message in the Operation's
+        #: top-level ``error`` (https://ai.google.dev/api/batch-mode: batches.get returns an Operation;
+        #: a done Operation carries ``error`` (Status {code, message}) or ``response``)
+        self.gemini_failure: str | None = None
         self.create_failures = 0  # OpenAI: the next N batch creations answer 500
         self.batches: dict[str, FakeBatch] = {}
         self.order: list[str] = []  # batch ids in creation order
@@ -405,7 +409,9 @@ class FakeBatchServer:
 
     # -- Gemini ----------------------------------------------------------------------------------------
     def _gemini_op(self, b: FakeBatch) -> dict[str, Any]:
-        if b.ended:
+        if b.ended and self.gemini_failure is not None and not b.cancel:
+            state = "BATCH_STATE_FAILED"
+        elif b.ended:
             state = "BATCH_STATE_CANCELLED" if b.cancel else "BATCH_STATE_EXPIRED" if b.expired else "BATCH_STATE_SUCCEEDED"
         else:
             state = "BATCH_STATE_PENDING" if b.polls == 0 else "BATCH_STATE_RUNNING"
@@ -430,7 +436,10 @@ class FakeBatchServer:
                     item["error"] = {"code": 3 if r["fault"] == "400" else 13, "message": f"injected {r['fault']}"}
                 out.append(item)
             meta["output"] = {"inlinedResponses": {"inlinedResponses": out}}
-        return {"name": f"batches/{b.id}", "metadata": meta, "done": b.ended}
+        op: dict[str, Any] = {"name": f"batches/{b.id}", "metadata": meta, "done": b.ended}
+        if state == "BATCH_STATE_FAILED":
+            op["error"] = {"code": 3, "message": self.gemini_failure}
+        return op
 
     async def _gemini(self, request: web.Request, path: str, method: str) -> web.StreamResponse:
         if path.endswith(":batchGenerateContent") and method == "POST":

@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 
+from sabre_prior import registry
+
 from .core import FakeServer, content_key, fake_answer
 from .dataset import write_split
 
 KEY_ENV = "SABRE_TEST_API_KEY"
 KEY = "sk-test-0123456789abcdef"
-BACKENDS = ("openai", "anthropic", "gemini")
+#: The API backends of the one registry (every one has a fake protocol in .protocols).
+BACKENDS = registry.names("api")
 
 
 @pytest.fixture

@@ -1,10 +1,13 @@
-# Shared names for the rules. Each rule takes its inputs, outputs, log and command from the
-# one declaration of the pipeline (sabre_prior.repro.pipeline.STAGES, also rendered into dvc.yaml).
+# Shared names for the rules. The rule files (workflow/rules/<group>.smk) are generated from the
+# one declaration of the pipeline (sabre_prior.repro.pipeline.STAGES, also rendered into dvc.yaml)
+# by `sabre generate`; this file is written by hand.
 
-from sabre_prior.repro.pipeline import BY_NAME, snakemake_outputs
+from sabre_prior.repro.dagsync import RECIPES_DONE
+from sabre_prior.repro.pipeline import get_param
+from sabre_prior.report.style import caption_path
 
-SPLITS = PIPELINE.splits
-MODELS = PIPELINE.models
+SPLITS = PIPELINE.pipeline.splits
+MODELS = PIPELINE.pipeline.models
 
 
 wildcard_constraints:
@@ -13,26 +16,19 @@ wildcard_constraints:
 
 
 def stage_inputs(name):
-    """Data inputs and code files of the stage (item placeholders are the rule's wildcards)."""
-    return PIPELINE.inputs(BY_NAME[name])
+    """The job's data inputs and its recipe (.sabre/recipes/): ancient() when the job is proven up
+    to date, else with a fresh gate file (sabre_prior.repro.dagsync.Plan.job_inputs)."""
+    return lambda wildcards: PIPELINE.job_inputs(name, wildcards, ancient)
 
 
-def stage_stamp(name):
-    """The job's stamp: command and params values (sabre_prior.repro.dagsync rewrites it on a change)."""
-    return BY_NAME[name].stamp
+def param(key):
+    """A setting of params.yaml by its dotted key (for a rule's `params:`)."""
+    return get_param(config, key)
 
 
-def stage_outputs(name):
-    return snakemake_outputs(PIPELINE, name, report)
-
-
-def stage_log(name):
-    return BY_NAME[name].log
-
-
-def stage_shell(name, prefix=""):
-    """The declared command; `prefix` is Snakemake-only (device pinning, a Snakemake placeholder)."""
-    return f"{prefix}{PIPELINE.shell(BY_NAME[name])}"
+def caption(stem):
+    """The caption file of a report output (the same text as the HTML report's)."""
+    return str(caption_path(stem))
 
 
 # Resources of the predict jobs, from each model's settings (see
@@ -55,15 +51,11 @@ def one_of(names):
 
 # On a cluster only local-model predictions (GPU jobs, rule predict_local) are
 # submitted; data download (needs the hub), API calls (need the network),
-# scoring and the report (seconds) run on the submitting node.
+# scoring and the report (seconds) run on the submitting node (each rule file
+# lists its own rules; predict here, as predict_local shares its definition).
 localrules:
     all,
-    demo_data,
-    fetch,
     predict,
-    evaluate,
-    tables,
-    figures,
 
 
 def model_resource(key):

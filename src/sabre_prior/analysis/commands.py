@@ -50,17 +50,17 @@ def _intervals(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else C.intervals_path(args.model)
     metrics = None if args.no_metrics_check else (Path(args.metrics) if args.metrics else C.metrics_path(args.model))
     iv = write_model_intervals(trace_dir, output, params["splits"], settings, metrics)
-    cells = " ".join(f"{s}={_interval_text(iv[s], 0)}" for s in params["splits"])
-    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO], 1)} -> {output}")
+    cells = " ".join(f"{s}={_interval_text(iv[s])}" for s in params["splits"])
+    print(f"{args.model}: {cells} macro={_interval_text(iv[C.I_MACRO])} -> {output}")
     return 0
 
 
-def _interval_text(entry: dict[str, Any], decimals: int) -> str:
-    """``40 [31, 50]``: one entry of an intervals file in percent (float rounding)."""
-    from ..formatting import format_interval
+def _interval_text(entry: dict[str, Any]) -> str:
+    """``40.0 [31.0, 50.0]``: one entry of an intervals file in percent, rounded as every score is (report.style)."""
+    from ..report.style import score_text
 
-    values = (float(entry[k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
-    return format_interval(*values, decimals, rounding="float")
+    est, low, high = (score_text(float(entry[k])) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH))
+    return f"{est} [{low}, {high}]"
 
 
 def _p_intervals(sub: _Sub) -> None:
@@ -103,15 +103,20 @@ def _p_compare(sub: _Sub) -> None:
 
 # ---------------------------------------------------------------------------
 def _diagnose(args: argparse.Namespace) -> int:
-    from ..data.parquet import read_rows
+    from ..data.parquet import data_identity, read_rows
+    from ..report.style import model_styles
     from .diagnostics import model_diagnostics, write_diagnostics
     from .traces import read_model_traces
 
     params, _ = _load(args)
     splits = params["splits"]
+    identity = data_identity(Path(args.data), splits)  # what the Parquet splits record, not params.yaml
     data = {s: read_rows(Path(args.data) / f"{s}.parquet") for s in splits if s in ("attribute", "language")}
     diag = {m: model_diagnostics(read_model_traces(Path(args.traces_dir) / m, splits), data) for m in params["models"]}
-    for path in write_diagnostics(diag, _names(params), args.tables_dir, args.figures_dir, args.json):
+    written = write_diagnostics(
+        diag, _names(params), args.tables_dir, args.figures_dir, args.json, identity.label, model_styles(params["models"])
+    )
+    for path in written:
         print(path)
     return 0
 
@@ -122,8 +127,8 @@ def _p_diagnose(sub: _Sub) -> None:
         "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
     )
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
-    p.add_argument("--tables-dir", default=C.TABLES_DIR)
-    p.add_argument("--figures-dir", default=C.FIGURES_DIR)
+    p.add_argument("--tables-dir", default=C.TABLES_DIR, help="folder for the diagnostics CSV tables")
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the diagnostics figures")
     p.add_argument("--json", default=C.DIAGNOSTICS_JSON, help="machine-readable output")
     add_params(p)
     p.set_defaults(func=_diagnose)
@@ -144,8 +149,8 @@ def _paper_compare(args: argparse.Namespace) -> int:
 
 def _p_paper_compare(sub: _Sub) -> None:
     p = sub.add_parser("paper-compare", help="compare models that have a paper_name with the paper's reported table")
-    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
-    p.add_argument("--outdir", default=C.TABLES_DIR)
+    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR, help="folder of the per-model interval JSON files (sabre intervals)")
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for paper_comparison.md/.csv")
     add_params(p)
     p.set_defaults(func=_paper_compare)
 
@@ -177,15 +182,15 @@ def _report(args: argparse.Namespace) -> int:
 
 def _p_report(sub: _Sub) -> None:
     p = sub.add_parser("report", help="write the static HTML report (opens from disk, no server)")
-    p.add_argument("--traces-dir", default=C.TRACES_DIR)
-    p.add_argument("--data", default=C.PARQUET_DIR)
-    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR)
-    p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON)
+    p.add_argument("--traces-dir", default=C.TRACES_DIR, help="folder of per-model score traces (sabre evaluate)")
+    p.add_argument("--data", default=C.PARQUET_DIR, help="folder of the fetched <split>.parquet files (images for the thumbnails)")
+    p.add_argument("--intervals-dir", default=C.INTERVALS_DIR, help="folder of the per-model interval JSON files (sabre intervals)")
+    p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON, help="the diagnostics JSON (sabre diagnose)")
     p.add_argument("--comparison", help="model_comparison.csv (optional)")
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
-    p.add_argument("--output", default=C.REPORT_PATH)
+    p.add_argument("--output", default=C.REPORT_PATH, help="the HTML report to write")
     add_params(p)
     p.set_defaults(func=_report)
 

@@ -29,6 +29,8 @@ from typing import Any
 from .. import contracts as C
 from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
+from ..scoring.pairs import group_pairs, pair_correct
+from ..report.style import ModelStyle
 from .traces import Trace
 
 #: A fraction as a percent with one decimal (float rounding); '-' for unknown.
@@ -79,18 +81,16 @@ def classify_pair(split: str, answers: Mapping[str, str | None]) -> str:
     return "other"
 
 
-def pair_classes(rows: Sequence[Trace], split: str) -> dict[str, str]:
-    """``{pair_id: class}`` in sorted pair order."""
-    pairs: dict[str, dict[str, str | None]] = {}
-    correct: dict[str, bool] = {}
-    for row in rows:
-        pairs.setdefault(row["pair_id"], {})[row["probe"]] = _answer(row)
-        correct[row["pair_id"]] = correct.get(row["pair_id"], True) and bool(row["correct"])
+def pair_classes(rows: Sequence[Trace], split: str, source: str = "trace") -> dict[str, str]:
+    """``{pair_id: class}`` in sorted pair order (pairs grouped and checked by the scoring's
+    :func:`~sabre_prior.scoring.pairs.group_pairs`)."""
+    groups = group_pairs(rows, split, source)
+    correct = pair_correct(rows, split, source)
     out: dict[str, str] = {}
-    for pair_id in sorted(pairs):
-        cls = classify_pair(split, pairs[pair_id])
+    for pair_id in sorted(groups):
+        cls = classify_pair(split, {probe: _answer(row) for probe, row in groups[pair_id].items()})
         # the official verdict decides "all correct" (it agrees with the answers by construction)
-        if correct[pair_id] and len(pairs[pair_id]) == len(C.PROBES[split]):
+        if correct[pair_id]:
             cls = "all_correct"
         elif cls == "all_correct":
             cls = "other"
@@ -363,44 +363,83 @@ def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) ->
 
 
 def draw_pair_outcomes(
-    diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], outdir: str | Path
+    diag: Mapping[str, Mapping[str, Any]],
+    names: Mapping[str, str],
+    outdir: str | Path,
+    data_label: str,
+    styles: Mapping[str, ModelStyle] | None = None,
 ) -> list[Path]:
-    """Stacked horizontal bars: share of pairs per class, one bar per model, one panel per paired split."""
-    from ..report.plotting import plt, save_figure, style
+    """Write :func:`pair_outcomes_figure` as ``pair_outcomes.{png,pdf}``."""
+    from ..report.plotting import save_figure, style
+
+    with style():
+        return save_figure(pair_outcomes_figure(diag, names, data_label, styles), Path(outdir), FIGURE_NAME)
+
+
+def pair_outcomes_figure(
+    diag: Mapping[str, Mapping[str, Any]],
+    names: Mapping[str, str],
+    data_label: str,
+    styles: Mapping[str, ModelStyle] | None = None,
+) -> Any:
+    """Stacked horizontal bars: share of pairs per class, one bar per model, one panel per paired split.
+
+    The title names the data (``data_label``: what the Parquet splits record); each panel its number of
+    pairs; each model's label has its colour swatch (:func:`sabre_prior.report.style.model_styles`, the
+    colours of the accuracy figures) so that the class colours are not read as models.
+    """
+    import textwrap
+
+    from matplotlib.patches import Rectangle
+
+    from ..report.plotting import plt
+    from ..report.style import model_styles, n_text, score_text
 
     models = list(diag)
+    styles = styles if styles is not None else model_styles(models)
     splits = [s for s in C.PAIRED_SPLITS if any(s in diag[m] for m in models)]
     panels = max(1, len(splits))
-    with style():
-        fig, axes = plt.subplots(
-            panels, 1, figsize=(7.5, (0.7 + 0.32 * max(1, len(models))) * panels + 0.7), squeeze=False
+    width = 7.5
+    fig, axes = plt.subplots(
+        panels, 1, figsize=(width, (0.7 + 0.32 * max(1, len(models))) * panels + 1.2), squeeze=False
+    )
+    source = textwrap.fill(f"data: {data_label}", width=int(width * 11))
+    fig.suptitle(f"SABRE-Prior paired splits: outcome of each pair's four probes\n{source}")
+    if not splits:
+        axes[0][0].text(0.5, 0.5, "No paired split configured", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    for ax, split in zip(axes[:, 0], splits, strict=False):
+        keys = models[::-1]
+        rows = [diag[m].get(split) for m in keys]
+        ns = {e["pairs"] for e in rows if e}
+        labels = [names.get(m, m) + (f" (n={e['pairs']})" if e and len(ns) > 1 else "") for m, e in zip(keys, rows)]
+        left = [0.0] * len(rows)
+        for cls in PAIR_CLASSES:
+            shares = [100.0 * e["pair_class_counts"][cls] / e["pairs"] if e else 0.0 for e in rows]
+            bars = ax.barh(labels, shares, left=left, color=CLASS_COLORS[cls], label=CLASS_LABELS[cls],
+                           edgecolor="white", linewidth=0.5)  # fmt: skip
+            for bar, share in zip(bars, shares, strict=True):
+                if share >= 7.0:
+                    ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2,
+                            score_text(share / 100), ha="center", va="center", fontsize=7)  # fmt: skip
+            left = [a + b for a, b in zip(left, shares, strict=True)]
+        for y, key in enumerate(keys):  # the model's own colour, as in the accuracy figures
+            st = styles[key]
+            ax.add_patch(Rectangle((-0.035, y - 0.22), 0.022, 0.44, transform=ax.get_yaxis_transform(),
+                                   facecolor=st.color, hatch=st.hatch, edgecolor="#333333", linewidth=0.4,
+                                   clip_on=False))  # fmt: skip
+        ax.tick_params(axis="y", pad=14)
+        ax.set_xlim(0, 100)
+        n_part = f" ({n_text(ns.pop(), True)})" if len(ns) == 1 else ""  # else each model's label has it
+        ax.set_title(f"{split.capitalize()}{n_part}", loc="left", fontweight="bold")
+        ax.set_xlabel("Share of pairs (%)")
+    if splits:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(
+            handles, labels, loc="lower center", ncol=len(PAIR_CLASSES), frameon=False, bbox_to_anchor=(0.5, 0.0)
         )
-        if not splits:
-            axes[0][0].text(0.5, 0.5, "No paired split configured", ha="center", va="center")
-            axes[0][0].set_axis_off()
-        for ax, split in zip(axes[:, 0], splits, strict=False):
-            labels = [names.get(m, m) for m in models][::-1]
-            rows = [diag[m].get(split) for m in models][::-1]
-            left = [0.0] * len(rows)
-            for cls in PAIR_CLASSES:
-                shares = [100.0 * e["pair_class_counts"][cls] / e["pairs"] if e else 0.0 for e in rows]
-                bars = ax.barh(labels, shares, left=left, color=CLASS_COLORS[cls], label=CLASS_LABELS[cls],
-                               edgecolor="white", linewidth=0.5)  # fmt: skip
-                for bar, share in zip(bars, shares, strict=True):
-                    if share >= 7.0:
-                        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, f"{share:.0f}",
-                                ha="center", va="center", fontsize=7)  # fmt: skip
-                left = [a + b for a, b in zip(left, shares, strict=True)]
-            ax.set_xlim(0, 100)
-            ax.set_title(f"{split.capitalize()}: outcome of each pair's four probes", loc="left")
-            ax.set_xlabel("Share of pairs (%)")
-        if splits:
-            handles, labels = axes[0][0].get_legend_handles_labels()
-            fig.legend(
-                handles, labels, loc="lower center", ncol=len(PAIR_CLASSES), frameon=False, bbox_to_anchor=(0.5, 0.0)
-            )
-            fig.tight_layout(rect=(0, 0.07, 1, 1))
-        return save_figure(fig, Path(outdir), FIGURE_NAME)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
 
 
 def write_diagnostics(
@@ -409,8 +448,10 @@ def write_diagnostics(
     tables_dir: str | Path,
     figures_dir: str | Path,
     json_path: str | Path,
+    data_label: str,
+    styles: Mapping[str, ModelStyle] | None = None,
 ) -> list[Path]:
-    """Write the JSON, the Markdown and CSV tables and the pair-outcome figure."""
+    """Write the JSON, the Markdown and CSV tables and the pair-outcome figure (titled with ``data_label``)."""
     tables, figures = Path(tables_dir), Path(figures_dir)
     md_name, *csv_names = C.DIAGNOSTIC_TABLES  # the Markdown, then one CSV per CSV_HEADERS entry, in order
     write_json(json_path, {"pair_classes": list(PAIR_CLASSES), "model_order": list(diag), "models": diag})
@@ -420,4 +461,4 @@ def write_diagnostics(
     for (key, header), name in zip(CSV_HEADERS.items(), csv_names, strict=True):
         write_csv(tables / name, header, t[key])
         written.append(tables / name)
-    return written + draw_pair_outcomes(diag, names, figures)
+    return written + draw_pair_outcomes(diag, names, figures, data_label, styles)

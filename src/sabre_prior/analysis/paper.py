@@ -1,4 +1,4 @@
-"""Comparison with the paper's reported main table (SPEC.md section 5).
+"""Comparison with the paper's reported main table (docs/benchmark.md).
 
 The reported table ships as ``sabre_prior/resources/paper_main_results.csv``
 (percent).  Models with a ``paper_name`` in ``params.yaml`` are compared with

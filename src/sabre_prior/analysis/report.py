@@ -22,10 +22,12 @@ from typing import Any
 
 from .. import contracts as C
 from ..config import display_name
-from ..data.parquet import image_mime, iter_rows
+from ..data.parquet import data_identity, image_mime, iter_rows
 from ..errors import DataError
 from ..io_utils import write_text
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
+from ..report.style import BOLD_RULE, model_styles, n_text, tie_note
+from ..report.style import caption as figure_caption
 from .intervals import read_intervals
 from .settings import AnalysisSettings
 from .traces import Trace, read_model_traces
@@ -160,15 +162,19 @@ def report_data(
         for m in models
     }
     intervals = {m: read_intervals(Path(intervals_dir) / f"{m}.json") for m in models}
+    # the data's identity is what the Parquet splits record (the fetch step), not params.yaml
+    identity = data_identity(Path(data_dir), splits, digest=True)
+    styles = model_styles(models)
     return {
         "title": "SABRE-Prior evaluation report",
-        "source": str((params.get("dataset") or {}).get("source", "")),
+        "data": {**identity.as_dict(), "label": identity.label},
         "splits": splits,
         "paired": [s for s in C.PAIRED_SPLITS if s in splits],
         "probes": {
             s: [[p, role, exp] for p, (role, exp) in C.PROBES[s].items()] for s in C.PAIRED_SPLITS if s in splits
         },
-        "models": [{"key": m, "name": display_name(params, m)} for m in models],
+        "models": [{"key": m, "name": display_name(params, m), **styles[m].as_dict()} for m in models],
+        "main_table": main_table(params, intervals, questions),
         # the intervals' own settings (they were computed by another step)
         "confidence": intervals[models[0]][C.I_CONFIDENCE],
         "resamples": intervals[models[0]][C.I_RESAMPLES],
@@ -178,10 +184,48 @@ def report_data(
         "pair_class": pair_class,
         "comparison": read_csv_rows(comparison_csv),
         "paper": read_csv_rows(paper_csv),
-        "figures": [{"name": Path(f).stem, "src": png_uri(f)} for f in figures],
+        "figures": [{"name": Path(f).stem, "src": png_uri(f), "caption": figure_caption(Path(f).stem)} for f in figures],
         "questions": questions,
         "results": results,
         "images": images,
+    }
+
+
+def split_n(split: str, questions: Sequence[Mapping[str, Any]]) -> int:
+    """The units a split's score counts: its pairs (context, texture) or its questions."""
+    return len({q["pair"] for q in questions}) if split in C.PAIRED_SPLITS else len(questions)
+
+
+def main_table(
+    params: Mapping[str, Any], intervals: Mapping[str, Mapping[str, Any]], questions: Mapping[str, Sequence[Any]]
+) -> dict[str, Any]:
+    """The overview's main table, as text: the cells of ``main_results.md`` (same rounding, same bold rule)."""
+    from ..formatting import Interval
+    from ..report.tables import COLUMN_TITLES, MACRO, TABLE_SPLITS, ModelResults, build_cells
+
+    splits = [s for s in TABLE_SPLITS if s in questions]
+    columns = [*splits, MACRO]
+    n = {s: split_n(s, questions[s]) for s in splits}
+    results = []
+    for m, iv in intervals.items():
+        bounds = {c: Interval(*(float(iv[C.I_MACRO if c == MACRO else c][k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH)))
+                  for c in columns}  # fmt: skip
+        est = {s: bounds[s].estimate for s in splits}
+        results.append(ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds))
+    cells = build_cells(results)
+    index = [(*TABLE_SPLITS, MACRO).index(c) for c in columns]
+    ties = tie_note([(COLUMN_TITLES[c], [row[j].value for row in cells]) for c, j in zip(columns, index)])
+    return {
+        "columns": [
+            {"key": c, "title": COLUMN_TITLES[c],
+             "n": n_text(n[c], c in C.PAIRED_SPLITS) if c in n else f"mean of the {len(splits)} splits"}
+            for c in columns
+        ],  # fmt: skip
+        "rows": [
+            {"key": r.key, "cells": [{"text": row[j].text, "ci": row[j].interval.strip(), "bold": row[j].bold} for j in index]}
+            for r, row in zip(results, cells)
+        ],  # fmt: skip
+        "note": " ".join(part for part in (BOLD_RULE, ties) if part),
     }
 
 

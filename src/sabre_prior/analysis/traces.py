@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import contracts as C
 from ..errors import DataError
+from ..scoring.pairs import pair_correct
 
 Trace = dict[str, Any]
 
@@ -90,27 +91,13 @@ def unit_outcomes(rows: Sequence[Mapping[str, Any]], split: str, source: str = "
     """Unit-level outcomes of one split, sorted by unit id.
 
     Paired splits: a pair is correct only when all four of its probes are, and
-    every pair must have exactly the four probes of the contract.
+    every pair must have exactly the four probes of the contract (both by
+    :func:`sabre_prior.scoring.pairs.pair_correct`, the scoring's own rule).
     """
     if split in C.PAIRED_SPLITS:
-        probes = C.PROBES[split]
-        pairs: dict[str, dict[str, bool]] = {}
-        for row in rows:
-            pair_id, probe = row.get("pair_id"), row.get("probe")
-            if not isinstance(pair_id, str) or probe not in probes:
-                raise DataError(
-                    f"{source}: split {split!r}, row {row.get('id')!r}: needs a pair_id and one of the probes {', '.join(probes)}"
-                )
-            seen = pairs.setdefault(pair_id, {})
-            if probe in seen:
-                raise DataError(f"{source}: split {split!r}, pair {pair_id!r}: probe {probe!r} appears twice")
-            seen[probe] = bool(row["correct"])
-        for pair_id, seen in pairs.items():
-            if len(seen) != len(probes):
-                lacking = ", ".join(p for p in probes if p not in seen)
-                raise DataError(f"{source}: split {split!r}, pair {pair_id!r}: lacks probe(s) {lacking}")
+        pairs = pair_correct(rows, split, source)
         ids = tuple(sorted(pairs))
-        correct = np.array([all(pairs[i].values()) for i in ids], dtype=bool)
+        correct = np.array([pairs[i] for i in ids], dtype=bool)
     else:
         by_id: dict[str, bool] = {}
         for row in rows:

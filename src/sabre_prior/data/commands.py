@@ -28,8 +28,8 @@ def _demo_data(args: argparse.Namespace) -> int:
 def _p_demo_data(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo-data", help="write the embedded demo benchmark in the hub repo layout")
     p.add_argument("--output", default=C.DEMO_DIR, help=f"output directory (default: {C.DEMO_DIR})")
-    p.add_argument("--scale", choices=["small", "full"], default="small", help="small (seconds) or full (real sizes)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scale", choices=["small", "full"], default="small", help="small (seconds) or full (real sizes) (default: small)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated questions and images (default: 0)")
     p.set_defaults(func=_demo_data)
 
 
@@ -56,7 +56,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 def _p_fetch(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fetch", help="load one split with datasets.load_dataset and write self-contained Parquet")
-    p.add_argument("--split", required=True, choices=C.SPLITS)
+    p.add_argument("--split", required=True, choices=C.SPLITS, help="the split to fetch")
     p.add_argument("--source", help="hub repo id or local directory (default: dataset.source from --params)")
     p.add_argument("--revision", help="hub revision (default: dataset.revision from --params)")
     p.add_argument("--output", help="output Parquet file (default: data/parquet/<split>.parquet)")

@@ -13,7 +13,7 @@ also the official counts), then written to ``data/parquet/<split>.parquet``:
 * ``image`` holds the embedded file bytes (``{"bytes", "path"}`` with ``path`` the file's base
   name), so the file needs nothing else; ``datasets`` can load it back with its features;
 * ``options`` is stored as a letter-keyed mapping (from a list, a mapping, JSON text or texts
-  that carry their letter, :func:`sabre_prior.inference.prompts.options_mapping`);
+  that carry their letter, :func:`sabre_prior.options.options_mapping`);
 * written row group by row group (memory stays bounded), deterministically (same input,
   same bytes: no timestamps) and atomically (temporary file, then rename);
 * from a hub id, the schema metadata records the commit read and a digest of the split's files
@@ -33,15 +33,17 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import contracts as C
-from ..errors import AccessError, DataError, SabreError
+from ..errors import AccessError, DataError, SabreError, SourceError
 from ..io_utils import atomic_writer
+from .parquet import FILES_KEY, REVISION_KEY, identity_metadata
 from .validate import validate_split
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,7 +56,7 @@ ROW_GROUP_ROWS = 100
 HUB_PAGE = f"https://huggingface.co/datasets/{C.HUB_REPO_ID}"
 _TOKEN_HOW = (
     "create a read token at https://huggingface.co/settings/tokens and either export it as HF_TOKEN "
-    "(export HF_TOKEN=hf_...) or run `hf auth login` (older versions: `huggingface-cli login`)"
+    "(export HF_TOKEN=hf_...) or run `hf auth login`"
 )
 _DEMO_HINT = "To run the pipeline without the real data, set dataset.source: demo in params.yaml."
 
@@ -116,12 +118,52 @@ def unknown_revision_message(repo: str, revision: str | None) -> str:
 
 
 def unreachable_message(repo: str, detail: str) -> str:
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
     return (
-        f"Cannot reach the Hugging Face hub at {endpoint} to read '{repo}' ({detail}). Check the network "
-        "connection and proxy settings, and that HF_HUB_OFFLINE and HF_DATASETS_OFFLINE are not set "
-        f"(offline mode only works for data already in the local cache). {_DEMO_HINT}"
+        f"The Hugging Face hub at {endpoint} is unreachable, so the dataset '{repo}' cannot be read ({detail}). "
+        "Check the network connection and proxy settings (HTTPS_PROXY), and that a token is available for "
+        f"the gated data ({_TOKEN_HOW}). Without a network, a revision fetched before can be used from the "
+        "local cache: set HF_HUB_OFFLINE=1 and pin dataset.revision (or --revision) to that commit. "
+        f"{_DEMO_HINT}"
     )
+
+
+def offline_uncached_message(repo: str, revision: str | None, cache: str) -> str:
+    return (
+        f"HF_HUB_OFFLINE is set, but the revision '{revision or 'main'}' of the dataset '{repo}' is not in the "
+        f"local Hugging Face cache ({cache}). Unset HF_HUB_OFFLINE to read it from the hub (with a token: "
+        f"{_TOKEN_HOW}), or pin dataset.revision to a commit fetched before on this machine. {_DEMO_HINT}"
+    )
+
+
+#: Transport errors of the HTTP clients the Hugging Face libraries use (httpx/httpx2 and httpcore in
+#: huggingface_hub >= 1.0, requests/urllib3 before): by top-level module, the class names of their
+#: connection, proxy and timeout errors.  A status error (401, 403, 404) is not among them.
+_TRANSPORT_ERRORS = {
+    "httpx": {"TransportError", "TimeoutException", "NetworkError", "ConnectError", "ProxyError"},
+    "httpx2": {"TransportError", "TimeoutException", "NetworkError", "ConnectError", "ProxyError"},
+    "httpcore": {"NetworkError", "ConnectError", "TimeoutException", "ProxyError"},
+    "httpcore2": {"NetworkError", "ConnectError", "TimeoutException", "ProxyError"},
+    "requests": {"ConnectionError", "Timeout", "ProxyError", "SSLError"},
+    "urllib3": {"NewConnectionError", "MaxRetryError", "ProtocolError", "ProxyError", "TimeoutError"},
+}
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the hub could not be reached at all."""
+    import socket
+
+    for err in _chain(exc):
+        if _status(err) is not None:
+            return False  # the hub answered
+        if isinstance(err, (ConnectionError, TimeoutError, socket.gaierror)):
+            return True
+        for cls in type(err).__mro__:
+            if cls.__name__ in _TRANSPORT_ERRORS.get(cls.__module__.split(".")[0], ()):
+                return True
+    return False
 
 
 def download_failed_message(repo: str, detail: str) -> str:
@@ -193,8 +235,12 @@ def explain_load_error(
         if text.startswith("Revision"):
             return AccessError(unknown_revision_message(source, revision))
         return AccessError(unknown_repo_message(source, token_present))
-    if isinstance(exc, ConnectionError):
-        return AccessError(unreachable_message(source, text.splitlines()[0] if text else type(exc).__name__))
+    if is_unreachable(exc):
+        first = next((e for e in _chain(exc) if str(e)), exc)
+        detail = f"{type(first).__name__}: {str(first).splitlines()[0]}" if str(first) else type(first).__name__
+        if any(type(e).__name__ == "OfflineModeIsEnabled" for e in _chain(exc)):
+            return AccessError(offline_uncached_message(source, revision, _hub_cache()))
+        return AccessError(unreachable_message(source, detail))
     if isinstance(exc, FileNotFoundError):
         return AccessError(download_failed_message(source, text.splitlines()[0] if text else type(exc).__name__))
     if isinstance(exc, ValueError) and "BuilderConfig" in text:
@@ -235,7 +281,10 @@ def is_local_source(source: str) -> bool:
     if source.rstrip("/") == C.DEMO_DIR:
         raise DataError(f"{source}: the demo benchmark is missing; generate it with `sabre demo-data --output {source}`")
     if looks_like_path:
-        raise DataError(f"{source}: local dataset directory not found")
+        raise DataError(
+            f"{source}: local dataset directory not found; set dataset.source in params.yaml (or --source) to an "
+            f"existing directory holding a copy of the hub layout, a hub repo id such as '{C.HUB_REPO_ID}', or demo"
+        )
     return False
 
 
@@ -285,6 +334,38 @@ def split_folder(pattern: str) -> str:
             break
         parts.append(part)
     return "/".join(parts) or "."
+
+
+def check_card(source: str) -> None:
+    """A local copy must hold the hub repo's dataset card (``README.md``), whose YAML header names each
+    split's files; without it ``datasets`` reads the folder as one unnamed config."""
+    card = Path(source).expanduser() / "README.md"
+    if not card.is_file():
+        raise DataError(
+            f"{card}: the dataset card is missing. A local copy of the dataset must hold the hub repo's README.md, "
+            "whose YAML header lists one config per split (config_name: <split>, data_files under data/<split>/**); "
+            f"copy it from {HUB_PAGE} (or regenerate the demo with `sabre demo-data`)"
+        )
+
+
+#: The metadata files an ImageFolder split may carry (``datasets``' folder-based builder).
+METADATA_NAMES = ("metadata.jsonl", "metadata.csv", "metadata.parquet")
+
+
+def check_metadata_files(source: str, split: str) -> None:
+    """An empty metadata file is named (``datasets`` fails on it with an IndexError)."""
+    folders = {split_folder(p) for p in split_patterns(source, split)} or {f"data/{split}"}
+    for folder in sorted(folders):
+        base = Path(source).expanduser() / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(p for name in METADATA_NAMES for p in base.rglob(name)):
+            if not path.read_bytes().strip():
+                raise DataError(
+                    f"{path}: the metadata file of split {split!r} is empty ({path.stat().st_size} bytes); it must "
+                    "hold one record per question (for metadata.jsonl: one JSON object per line, with file_name "
+                    "naming its image)"
+                )
 
 
 def check_split_folder(source: str, split: str) -> None:
@@ -359,6 +440,58 @@ def image_keys(table: pa.Table, batch_rows: int = ROW_GROUP_ROWS) -> list[str | 
     return keys
 
 
+def _image_problem(data: bytes) -> str | None:
+    """Why these bytes are not a whole image (None: Pillow decodes every pixel)."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        return "is empty (0 bytes)"
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()  # decodes every pixel: a truncated or corrupted file fails here, not at verify()
+    except UnidentifiedImageError:
+        return "is not an image Pillow can read"
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        return f"cannot be decoded ({exc})"
+    return None
+
+
+def check_images(table: pa.Table, split: str, batch_rows: int = ROW_GROUP_ROWS) -> None:
+    """Decode every image of ``table`` (embedded bytes or the file a local mirror names); raise a
+    :class:`DataError` naming the row and file of each one that is missing, empty or broken, before
+    anything is written (an API model would otherwise be sent the broken bytes)."""
+    if C.COL_IMAGE not in table.column_names:
+        return
+    ids = table.column(C.COL_ID).to_pylist() if C.COL_ID in table.column_names else []
+    problems: list[str] = []
+    col = table.column(C.COL_IMAGE)
+    for start in range(0, table.num_rows, batch_rows):
+        for offset, value in enumerate(col.slice(start, batch_rows).to_pylist()):
+            index = start + offset
+            if value is None:
+                continue  # a row without an image: the contract check names it
+            path, data = (value.get("path"), value.get("bytes")) if isinstance(value, dict) else (value, None)
+            where = f"{split}: row {ids[index] if index < len(ids) else f'<row {index}>'!r}, image {path or '<embedded>'}"
+            if data is None and path:
+                try:
+                    data = Path(path).read_bytes()
+                except FileNotFoundError:
+                    problems.append(f"{where}: the file is missing (the split's metadata names it)")
+                    continue
+                except OSError as exc:
+                    problems.append(f"{where}: cannot be read ({exc.strerror or exc})")
+                    continue
+            why = _image_problem(data or b"")
+            if why:
+                problems.append(f"{where}: {why}")
+    if problems:
+        shown = problems[:20]
+        more = f"\n  ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        raise DataError(f"{len(problems)} image(s) of split {split!r} cannot be used:\n  " + "\n  ".join(shown) + more)
+
+
 def write_parquet(table: pa.Table, output: Path, row_group_rows: int = ROW_GROUP_ROWS) -> int:
     """Write ``table`` with its image bytes embedded, one row group at a time; returns the file size."""
     from datasets.table import embed_table_storage
@@ -393,14 +526,14 @@ def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
     """One form for every layout of a mirror, so that they all give the same Parquet.
 
     Columns in name order; ``options`` as a letter-keyed mapping (from a list, a mapping, JSON
-    text or lettered texts, :func:`~sabre_prior.inference.prompts.options_mapping`); contract text columns
+    text or lettered texts, :func:`~sabre_prior.options.options_mapping`); contract text columns
     as strings, every text column as ``string`` (a CSV gives ``large_string``); the ``huggingface`` schema metadata (features, the image as ``Image``) rebuilt.
     """
     import datasets
     import pyarrow.compute as pc
     from datasets.table import table_cast
 
-    from ..inference.prompts import options_mapping
+    from ..options import options_mapping
 
     feats = dict(features)
     if C.COL_OPTIONS in table.column_names:
@@ -429,8 +562,6 @@ def canonical_table(table: pa.Table, features: Any, split: str) -> pa.Table:
     return table_cast(table.select(order), ordered.arrow_schema)
 
 
-#: Parquet schema metadata key holding the hub commit a split was read from.
-REVISION_KEY = b"sabre_hub_revision"
 
 
 def resolve_revision(source: str, revision: str | None) -> str:
@@ -438,8 +569,6 @@ def resolve_revision(source: str, revision: str | None) -> str:
     return hub_files(source, revision, ())[0]
 
 
-#: Parquet schema metadata key holding a digest of the hub files a split was read from.
-FILES_KEY = b"sabre_hub_files"
 
 
 def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -450,8 +579,11 @@ def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple
     files). A split's digest covers the card and the files under its ``data_files`` folders, so a
     new commit that leaves them alone leaves the digest alone (a card without configs: every file).
     """
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants
 
+    if constants.is_offline_mode():
+        commit, blobs, meta = cached_files(source, revision)
+        return commit, split_digests(source, blobs, meta, splits)
     try:
         info = HfApi().dataset_info(source, revision=revision, files_metadata=True)
     except Exception as exc:
@@ -463,13 +595,78 @@ def hub_files(source: str, revision: str | None, splits: Sequence[str]) -> tuple
         raise AccessError(f"the hub returned no commit for '{source}' at {revision or 'its default branch'}")
     blobs = {s.rfilename: (s.lfs.sha256 if s.lfs else s.blob_id) or "" for s in info.siblings or []}
     meta = info.card_data.to_dict() if info.card_data is not None else {}
+    return str(info.sha), split_digests(source, blobs, meta, splits)
+
+
+def check_access(source: str, commit: str) -> None:
+    """Whether the token may read the files of ``source`` at ``commit``: a HEAD of its card file
+    (``get_hf_file_metadata``), which a gated repo answers 401/403 without granted access while its
+    ``dataset_info`` stays public. Nothing is asked offline; a repo without a card passes."""
+    from urllib.parse import quote
+
+    from huggingface_hub import constants, get_hf_file_metadata
+    from huggingface_hub.errors import EntryNotFoundError
+
+    if constants.is_offline_mode():
+        return
+    try:
+        # the URL as file_download.hf_hub_url forms it, from the endpoint read now (its template is fixed at import)
+        get_hf_file_metadata(f"{constants.ENDPOINT}/datasets/{source}/resolve/{quote(commit, safe='')}/README.md")
+    except EntryNotFoundError:
+        return
+    except Exception as exc:
+        err = explain_load_error(exc, source, "?", commit, token_present=token_present(), local=False)
+        if err is None:
+            raise
+        raise err from exc
+
+
+def _hub_cache() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
+def cached_files(source: str, revision: str | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """Offline (``HF_HUB_OFFLINE``): the commit, file blob ids and card metadata of ``revision`` as the
+    local Hugging Face cache holds them.
+
+    The cache layout is huggingface_hub's (``file_download.repo_folder_name``, ``refs/<revision>``
+    holding a commit, ``snapshots/<commit>/<file>`` linked to ``blobs/<etag>``, the etag being the
+    file's blob id, or its sha256 for an LFS file; https://huggingface.co/docs/huggingface_hub/guides/manage-cache),
+    so the digests equal the online ones for the files that are cached.
+    """
+    cache = Path(_hub_cache())
+    folder = cache / ("datasets--" + source.replace("/", "--"))
+    wanted = revision or "main"
+    commit = wanted if _is_commit(wanted) and (folder / "snapshots" / wanted).is_dir() else None
+    ref = folder / "refs" / wanted
+    if commit is None and ref.is_file():
+        commit = ref.read_text(encoding="utf-8").strip()
+    snapshot = folder / "snapshots" / str(commit)
+    if not commit or not snapshot.is_dir():
+        raise AccessError(offline_uncached_message(source, revision, str(cache)))
+    blobs: dict[str, str] = {}
+    for path in sorted(snapshot.rglob("*")):
+        if path.is_file():
+            rel = path.relative_to(snapshot).as_posix()
+            blobs[rel] = Path(os.readlink(path)).name if path.is_symlink() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return commit, blobs, card_metadata(snapshot)
+
+
+def _is_commit(revision: str) -> bool:
+    return len(revision) == 40 and all(ch in "0123456789abcdef" for ch in revision)
+
+
+def split_digests(source: str, blobs: dict[str, str], meta: dict[str, Any], splits: Sequence[str]) -> dict[str, str]:
+    """Per split, a digest of the card and the files under its ``data_files`` folders (see :func:`hub_files`)."""
     digests = {}
     for split in splits:
         folders = {split_folder(p) for p in split_patterns(source, split, meta)} or {"."}
         prefixes = tuple("" if f == "." else f.rstrip("/") + "/" for f in folders)
         files = sorted((path, blob) for path, blob in blobs.items() if path == "README.md" or path.startswith(prefixes))
         digests[split] = hashlib.sha256(json.dumps(files).encode()).hexdigest()
-    return str(info.sha), digests
+    return digests
 
 
 def parquet_revision(path: str | Path) -> str | None:
@@ -519,7 +716,9 @@ def fetch_split(
     local = is_local_source(source)
     resolved = recorded = files = None
     if local:
+        check_card(source)
         check_split_folder(source, split)
+        check_metadata_files(source, split)
     else:  # read exactly one commit, and record which
         resolved, digests = hub_files(source, revision, [split])
         files = digests[split]
@@ -528,13 +727,15 @@ def fetch_split(
         recorded = _recorded_commit(Path(output), files) or resolved
     with open_split(source, split, resolved or revision, local=local) as ds:
         table = canonical_table(_arrow_table(ds), ds.features, split)
-        if recorded and files:
-            meta_in = dict(table.schema.metadata or {})
-            table = table.replace_schema_metadata({**meta_in, REVISION_KEY: recorded.encode(), FILES_KEY: files.encode()})
+        # where the rows were read, for every output that names its data (data.parquet.data_identity)
+        kind = "hub" if not local else ("demo" if is_demo_copy(source, local) else "local")
+        identity = identity_metadata(source, kind, recorded if recorded and files else None, files)
+        table = table.replace_schema_metadata({**dict(table.schema.metadata or {}), **identity})
         columns = table.column_names
         meta = table.drop_columns([C.COL_IMAGE]) if C.COL_IMAGE in columns else table
         rows: list[dict[str, Any]] = meta.to_pylist()
         keys = image_keys(table)
+        check_images(table, split)
         counts = (not is_demo_copy(source, local)) if check_counts is None else check_counts
         validate_split(split, rows, columns, keys, official_counts=counts, source=source)
         size = write_parquet(table, Path(output))
@@ -546,3 +747,66 @@ def fetch_split(
     if recorded and recorded != resolved:
         at += f"; its files are those of commit {recorded}, which stays recorded"
     return f"{split}: {len(rows)} questions, {n_images} images from {source}{at} -> {output} ({size / 1e6:.1f} MB)"
+
+
+# ---------------------------------------------------------------------------
+# Resolving dataset.source before anything runs
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResolvedSource:
+    """What ``dataset.source`` names, resolved now (see :func:`resolve_source`)."""
+
+    source: str  #: ``dataset.source`` as written in params.yaml
+    kind: str  #: "demo", "local" or "hub"
+    location: str  #: the folder read (demo, local mirror) or the hub repo id
+    revision: str | None = None  #: ``dataset.revision`` as written (hub only)
+    commit: str | None = None  #: the commit the hub (or, offline, the local cache) serves for it
+    files: Mapping[str, str] = field(default_factory=dict)  #: hub: split -> digest of the files it reads
+
+
+def _source_fix(source: str) -> str:
+    return (
+        f"Fix dataset.source in params.yaml (now {source!r}; or pass --source): 'demo', a Hugging Face dataset "
+        f"id such as '{C.HUB_REPO_ID}', or an existing local directory holding a copy of its layout."
+    )
+
+
+def resolve_source(params: Mapping[str, Any], splits: Sequence[str] | None = None) -> ResolvedSource:
+    """Resolve ``params["dataset"]`` now, or raise :class:`~sabre_prior.errors.SourceError`.
+
+    * ``demo``: the demo folder (``data/demo``, made by the ``demo_data`` stage; it need not exist yet);
+    * a local directory: it must exist (a path that is not a folder is an error naming it);
+    * a hub id: one ``dataset_info`` call gives the commit served for ``dataset.revision`` and, per
+      split of ``splits`` (default: ``params["splits"]``), a digest of the files it reads there
+      (:func:`hub_files`); with ``HF_HUB_OFFLINE=1`` they come from the local cache instead.
+
+    Every failure (hub unreachable, token missing or refused, access not granted, unknown repo or
+    revision, folder missing, not in the offline cache) is a :class:`SourceError` whose message names
+    the source and what to do. Nothing falls back to what was resolved or fetched earlier.
+    """
+    data = params.get("dataset") if isinstance(params, Mapping) else None
+    if not isinstance(data, Mapping) or not data.get("source"):
+        raise SourceError("params.yaml: dataset.source is not set. " + _source_fix(""))
+    source = str(data["source"])
+    revision = data.get("revision") or None
+    wanted = list(params.get("splits") or C.SPLITS) if splits is None else list(splits)
+    if source == "demo":
+        return ResolvedSource(source, "demo", C.DEMO_DIR)
+    try:
+        local = is_local_source(source)
+    except DataError as exc:
+        raise SourceError(f"dataset.source {source!r}: {exc}") from None
+    if local:
+        return ResolvedSource(source, "local", str(Path(source).expanduser()))
+    where = f"dataset.source {source!r}" + (f" at revision {revision!r}" if revision else "")
+    try:
+        commit, digests = hub_files(source, revision, wanted)
+        check_access(source, commit)
+    except SabreError as exc:
+        raise SourceError(f"{where}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - an error we have no message for: named, never ignored
+        raise SourceError(
+            f"{where}: could not be resolved on the Hugging Face hub ({type(exc).__name__}: {exc}). "
+            "Check the network, HF_TOKEN (or `hf auth login`) and dataset.revision, then run again."
+        ) from exc
+    return ResolvedSource(source, "hub", source, revision, commit, dict(digests))

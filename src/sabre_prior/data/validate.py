@@ -1,4 +1,4 @@
-"""Validation of one split's rows against the data contract (SPEC.md sections 3 and 4).
+"""Validation of one split's rows against the data contract (docs/benchmark.md).
 
 Pure functions: :func:`check_split` returns every :class:`Problem` found; :func:`validate_split`
 raises :class:`~sabre_prior.errors.DataError` listing them (the first :data:`MAX_LISTED`),
@@ -15,9 +15,9 @@ from typing import Any
 
 from .. import contracts as C
 from ..errors import DataError
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
 
-#: Scoring contracts the official evaluator knows (SPEC.md section 4).
+#: Scoring contracts the official evaluator knows (docs/benchmark.md, "Scoring").
 KNOWN_EVAL_TYPES: frozenset[str] = frozenset(
     {
         "yes_no_exact",

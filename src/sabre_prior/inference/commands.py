@@ -50,7 +50,7 @@ def _predict(args: argparse.Namespace) -> int:
 def _p_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="run one model on one split; write the official prediction file")
     p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--split", required=True, choices=C.SPLITS)
+    p.add_argument("--split", required=True, choices=C.SPLITS, help="the split to answer")
     p.add_argument("--data", help="Parquet split (default: data/parquet/<split>.parquet)")
     p.add_argument("--output", help="prediction file (default: results/predictions/<model>/<split>.jsonl)")
     p.add_argument(
@@ -82,6 +82,9 @@ def _estimate(args: argparse.Namespace) -> int:
         for m in models
         for s in splits
     ]
+    from ..data.parquet import priced_data
+
+    print("\n".join(priced_data(str(params["dataset"]["source"]), splits, args.data_dir)))
     print(format_estimates(estimates))
     return 0
 
@@ -91,7 +94,7 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
         "estimate", help="dry run: calls still to make (journal hits excluded), tokens and cost; no call is made"
     )
     p.add_argument("--models", nargs="+", help="models of params.yaml (default: all)")
-    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="the splits to price (default: the splits of params.yaml)")
     p.add_argument("--data-dir", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     add_params(p)
     p.set_defaults(func=_estimate)
@@ -106,6 +109,21 @@ def _batches(args: argparse.Namespace) -> int:
 
     params = load_params(args.params)
     splits = args.splits or list(params["splits"])
+    settings = model_settings(params, args.model, args.params)
+    if settings.get("batch") in (None, False):
+        from .. import registry
+        from ..errors import ConfigError
+
+        try:
+            registry.check_supported(args.model, settings)
+        except ConfigError:
+            raise ConfigError(
+                f"{args.params}: models.{args.model} does not use a provider batch API (it has no `batch:` setting, "
+                f"and backend {settings.get('backend')!r}"
+                + (f" with provider {settings.get('provider')!r}" if settings.get("provider") else "")
+                + " has none we use), so it has no batches to list or cancel; `sabre batches` is for models with "
+                "`batch: true` (see docs/api_models.md, 'Batch mode')"
+            ) from None
     rows = list_batches(args.model, model_settings(params, args.model, args.params), splits, cancel=args.cancel, query=not args.offline)
     print(format_batches(args.model, rows))
     return 0
@@ -114,7 +132,7 @@ def _batches(args: argparse.Namespace) -> int:
 def _p_batches(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("batches", help="list a model's pending provider batches with their status; --cancel cancels them")
     p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits (default: the splits of params.yaml)")
+    p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="the splits whose batches to show (default: the splits of params.yaml)")
     p.add_argument("--cancel", action="store_true", help="cancel every pending batch (its finished answers are still collected)")
     p.add_argument("--offline", action="store_true", help="list from the ledger only, without asking the provider")
     add_params(p)

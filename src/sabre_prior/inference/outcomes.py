@@ -44,7 +44,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from .models.base import CallError, Completion, parse_retry_after, status_error
+from .models.base import ApiBackend, CallError, Completion, backend_class, parse_retry_after, status_error
 
 ANSWER = "answer"
 REFUSAL = "refusal"
@@ -380,22 +380,6 @@ def retry_after_from_headers(headers: Any) -> float | None:
     )
 
 
-def _gemini_retry_delay(error: Any) -> float | None:
-    """``google.rpc.RetryInfo.retryDelay`` from a Gemini error's ``details``
-    (https://ai.google.dev/gemini-api/docs/rate-limits; https://cloud.google.com/apis/design/errors#error_details)."""
-    details = _get(error, "details")
-    if not isinstance(details, (list, tuple)):
-        return None
-    for d in details:
-        if isinstance(d, Mapping) and str(d.get("@type", "")).endswith("google.rpc.RetryInfo"):
-            delay = d.get("retryDelay") or d.get("retry_delay")
-            if isinstance(delay, Mapping):  # {"seconds": 37, "nanos": 0}
-                return float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9
-            if delay is not None:
-                return parse_duration(str(delay))
-    return None
-
-
 def error_fields(body: Any) -> tuple[Any, str, str, str]:
     """(the ``error`` object, its lower-cased code, type/status, message) of an error body."""
     if isinstance(body, (bytes, str)):
@@ -426,24 +410,28 @@ def classify_error(
 ) -> CallError:
     """An HTTP error (status, JSON body, headers) -> CallError with its kind and wait.
 
-    ``protocol``: ``openai`` (chat completions and compatible endpoints),
-    ``anthropic`` or ``gemini``.  ``message`` overrides the text taken from the body.
+    ``protocol``: the registry name of an API backend (``openai`` for chat completions and
+    compatible endpoints, ``anthropic``, ``gemini``); its class's ``refusal_phrases`` and
+    ``retry_delay_from_error`` carry the protocol's own rules.  ``message`` overrides the text
+    taken from the body.
     """
+    quirks = backend_class(protocol)  # the protocol's own rules are attributes of its backend class
+    if not issubclass(quirks, ApiBackend):
+        raise ValueError(f"classify_error: {protocol!r} is not an API backend")
     error, code, etype, body_message = error_fields(body)
     text = message or body_message or f"HTTP {status}"
     labels = {code, etype}
     retry_after = retry_after_from_headers(headers)
-    if protocol == "gemini" and retry_after is None:
-        retry_after = _gemini_retry_delay(error)
-    if labels & ACCOUNT_CODES:
+    if retry_after is None:
+        retry_after = quirks.retry_delay_from_error(error)  # Gemini: google.rpc.RetryInfo in the body
+    if labels & ACCOUNT_CODES:  # (Gemini 403 PERMISSION_DENIED too: its status is the type)
         return CallError(f"HTTP {status}: {text}", retryable=False, status=status, kind="account")
-    if status in (400, 403, 422) and (labels & MODERATION_CODES or (protocol == "anthropic" and "content filtering policy" in text.lower())):
+    if status in (400, 403, 422) and (labels & MODERATION_CODES or any(p in text.lower() for p in quirks.refusal_phrases)):
         # a moderation rejection of this request's content (DashScope data_inspection_failed,
-        # Moonshot content_filter; Anthropic "Output blocked by content filtering policy")
+        # Moonshot content_filter; the backend's refusal_phrases, e.g. Anthropic
+        # "Output blocked by content filtering policy")
         return CallError(f"HTTP {status}: {text}", retryable=False, status=status, kind="refusal")
     if status == 402:  # payment required: billing (Anthropic billing_error, xAI/others)
-        return CallError(f"HTTP {status}: {text}", retryable=False, status=status, kind="account")
-    if status == 403 and protocol == "gemini" and "permission_denied" in labels:
         return CallError(f"HTTP {status}: {text}", retryable=False, status=status, kind="account")
     if status == 529 or etype == "overloaded_error":
         # Anthropic 529 overloaded_error: "The API is temporarily overloaded" (https://docs.anthropic.com/en/api/errors)
@@ -456,25 +444,16 @@ def classify_error(
 def call_error_from_exception(exc: BaseException, protocol: str, provider: str | None = None) -> CallError | None:
     """CallError for an SDK status exception that carries an HTTP status, else None.
 
-    Works for openai/anthropic ``APIStatusError`` (``status_code``, ``response``, ``body``)
-    and google-genai ``errors.APIError`` (``code``, ``details``, ``response``).
+    Works for openai/anthropic ``APIStatusError`` (``status_code``, ``response``, ``body``);
+    google-genai's ``errors.APIError`` is read by ``models.gemini_backend.map_gemini_error``.
     """
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int):
-        code = getattr(exc, "code", None)
-        status = code if isinstance(code, int) and hasattr(exc, "details") else None
-    if status is None:
         return None
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
-    if protocol == "gemini":
-        body = getattr(exc, "details", None)
-        message = getattr(exc, "message", None) or str(exc)
-        gstatus = getattr(exc, "status", None)
-        message = f"{gstatus + ': ' if gstatus else ''}{message}"
-    else:
-        body = getattr(exc, "body", None)
-        if isinstance(body, Mapping) and "error" not in body:
-            body = {"error": body}
-        message = getattr(exc, "message", None) or str(exc)
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping) and "error" not in body:
+        body = {"error": body}
+    message = getattr(exc, "message", None) or str(exc)
     return classify_error(protocol, status, body, headers, str(message), provider)

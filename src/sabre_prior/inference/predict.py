@@ -339,7 +339,7 @@ def estimate_split(
     """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
 
     Makes no call and needs no key.  Input tokens follow each provider's documented
-    image-token rule (:func:`~sabre_prior.inference.models.base.estimate_image_tokens`) plus
+    image-token rule (:meth:`~sabre_prior.inference.models.base.Backend.image_tokens`) plus
     about four characters per text token; output tokens are given as expected (a
     short answer, or the whole budget for a model that may reason) and as the
     ``max_output_tokens`` bound.  The allowance adds ``empty_budget_retries``

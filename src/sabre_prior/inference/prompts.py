@@ -1,7 +1,7 @@
 """Versioned prompt templates.
 
 ``screening_v1`` reproduces the default prompt of the authors' open-source
-screening client (SPEC.md section 4): the image, then ``Question: <question>``;
+screening client (docs/benchmark.md): the image, then ``Question: <question>``;
 for multiple choice a blank line, ``Options:`` and one ``A. <text>`` line per
 option; then a blank line and a type-specific instruction followed by
 `` Do not explain.``.
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..options import options_mapping
 
 DEFAULT_TEMPLATE = "screening_v1"
 
@@ -37,63 +37,6 @@ _INSTRUCTIONS_V1 = {
     "choice_exact": "Answer with only the option letter.",
     "multiple_choice_exact": "Answer with only the option letter.",
 }
-
-
-#: An option text that already carries its letter: "A. red", "A) red", "(A) red", "A: red".
-_LETTERED = re.compile(r"^\s*\(?([A-Za-z])\s*[.):]\s+(.*)$", re.S)
-
-
-def _without_letter(text: str, letter: str) -> str:
-    """``"A. red"`` at option A -> ``"red"`` (a prompt must not read ``A. A. red``); other texts unchanged."""
-    match = _LETTERED.match(text)
-    return match.group(2).strip() if match and match.group(1).upper() == letter and match.group(2).strip() else text
-
-
-def _parse_options_text(text: str) -> Any:
-    """Options stored as text (a CSV mirror): JSON (list or object), a Python literal, or one option
-    per line / separated by ``|`` (the documented delimiter forms)."""
-    import ast
-    import json
-
-    text = text.strip()
-    if not text:
-        return None
-    if text[0] in "[{":
-        try:
-            return json.loads(text)
-        except ValueError:
-            try:  # pandas writes a list column to CSV as its Python repr: ['a', 'b']
-                return ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                raise ValueError(f"options text {text[:60]!r} is neither JSON nor a list literal") from None
-    sep = "\n" if "\n" in text else "|"
-    parts = [part.strip() for part in text.split(sep) if part.strip()]
-    if len(parts) < 2:
-        raise ValueError(f"options text {text[:60]!r} is not JSON, a list literal, or options one per line or separated by |")
-    return parts
-
-
-def options_mapping(options: Any) -> dict[str, str]:
-    """Options as letter -> text, whatever container the source used.
-
-    A list maps to A, B, C, D in order; a mapping keeps its (upper-cased) keys; text is parsed
-    (:func:`_parse_options_text`). A text that already starts with its own letter (``"A. red"``)
-    loses that prefix, so prompts show ``A. red`` (not ``A. A. red``) and option-text matching
-    compares ``red``.
-    """
-    if options is None:
-        return {}
-    if isinstance(options, str):
-        return options_mapping(_parse_options_text(options))
-    if isinstance(options, Mapping):
-        pairs = [(str(k).strip().upper(), v) for k, v in options.items() if v is not None]
-    elif isinstance(options, (list, tuple)):
-        pairs = [(chr(ord("A") + i), v) for i, v in enumerate(options)]
-    elif hasattr(options, "tolist"):  # numpy arrays and the like
-        return options_mapping(options.tolist())
-    else:
-        raise TypeError(f"options must be a list, a mapping or text, got {type(options).__name__}")
-    return {k: _without_letter("" if v is None else str(v), k) for k, v in pairs}
 
 
 def _screening_v1(row: Mapping[str, Any], eval_type: str) -> str:

@@ -25,13 +25,22 @@ def _add_intervals_dir(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_data(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data",
+        default=C.PARQUET_DIR,
+        help=f"directory of the <split>.parquet files the results were computed from; the data source shown "
+        f"is what they record (default: {C.PARQUET_DIR})",
+    )
+
+
 def _tables(args: argparse.Namespace) -> int:
     from ..config import load_params
     from .tables import write_main_tables
 
     params = load_params(args.params)
     intervals = Path(args.intervals_dir) if args.intervals_dir else None
-    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals)
+    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals, data_dir=Path(args.data))
     for path in paths:
         print(path)
     return 0
@@ -39,9 +48,10 @@ def _tables(args: argparse.Namespace) -> int:
 
 def _p_tables(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tables", help="write the paper's main table (md, csv, tex)")
-    p.add_argument("--metrics-dir", default=C.METRICS_DIR)
-    p.add_argument("--outdir", default=C.TABLES_DIR)
+    p.add_argument("--metrics-dir", default=C.METRICS_DIR, help="folder of the per-model metrics JSON files (sabre evaluate)")
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for main_results.md/.csv/.tex and main_results_ci.csv")
     _add_intervals_dir(p)
+    _add_data(p)
     add_params(p)
     p.set_defaults(func=_tables)
 
@@ -52,7 +62,7 @@ def _figures(args: argparse.Namespace) -> int:
 
     params = load_params(args.params)
     intervals = Path(args.intervals_dir) if args.intervals_dir else None
-    paths = write_figures(params, Path(args.metrics_dir), Path(args.outdir), intervals)
+    paths = write_figures(params, Path(args.metrics_dir), Path(args.outdir), intervals, data_dir=Path(args.data))
     for path in paths:
         print(path)
     return 0
@@ -60,9 +70,10 @@ def _figures(args: argparse.Namespace) -> int:
 
 def _p_figures(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("figures", help="draw the figures (PNG and PDF)")
-    p.add_argument("--metrics-dir", default=C.METRICS_DIR)
-    p.add_argument("--outdir", default=C.FIGURES_DIR)
+    p.add_argument("--metrics-dir", default=C.METRICS_DIR, help="folder of the per-model metrics JSON files (sabre evaluate)")
+    p.add_argument("--outdir", default=C.FIGURES_DIR, help="folder for the PNG and PDF figures")
     _add_intervals_dir(p)
+    _add_data(p)
     add_params(p)
     p.set_defaults(func=_figures)
 
@@ -82,8 +93,8 @@ def _plot_data(args: argparse.Namespace) -> int:
 
 def _p_plot_data(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plot-data", help="write per-split accuracy by model for `dvc plots` (CSV)")
-    p.add_argument("--metrics-dir", default=C.METRICS_DIR)
-    p.add_argument("--output", default="results/plots/split_accuracy.csv")
+    p.add_argument("--metrics-dir", default=C.METRICS_DIR, help="folder of the per-model metrics JSON files (sabre evaluate)")
+    p.add_argument("--output", default="results/plots/split_accuracy.csv", help="the CSV that `dvc plots` reads")
     add_params(p)
     p.set_defaults(func=_plot_data)
 

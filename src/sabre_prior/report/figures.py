@@ -1,10 +1,14 @@
 """Figures from the per-model metrics files: PNG and PDF, byte-deterministic.
 
 * ``split_accuracy``: grouped bars, one group per configured split plus the
-  macro average, one bar per model; error bars when intervals are given.
+  macro average, one bar per model; error bars when intervals are given, and the
+  sample size (pairs or questions) under each split.
 * ``probe_accuracy``: one panel per paired split (context, texture): accuracy
   per probe and, on a shaded background, the strict pair accuracy (all four
   probes right), one bar per model.
+
+Every model has its :mod:`.style` colour (by its position in params.yaml) and every score its
+:mod:`.style` rounding; the data source in the title is what the Parquet splits record.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import contracts as C
-from . import plotting
-from ..formatting import Interval, format_percent
+from ..data.parquet import DataIdentity, data_identity
+from ..formatting import Interval
+from . import plotting, style
 from .plotting import plt
 from .tables import COLUMN_TITLES, MACRO, ModelResults, configured_splits, load_results
 
@@ -37,21 +42,29 @@ class Series:
     name: str
     values: Sequence[float | None]
     intervals: Sequence[Interval | None]
+    style: style.ModelStyle
+    #: per group: the sample size to print on the bar (only where the models' sizes differ; else None)
+    ns: Sequence[int | None] = ()
 
 
 # ---------------------------------------------------------------------------
 # Labels (pure)
 # ---------------------------------------------------------------------------
-def data_source_label(params: Mapping[str, Any]) -> str:
-    """Where the numbers come from, for the figure title."""
-    source = str((params.get("dataset") or {}).get("source", "unknown"))
-    return "embedded demo benchmark, synthetic images" if source == "demo" else source
-
-
-def figure_title(main: str, params: Mapping[str, Any], width_in: float) -> str:
-    """The title, then the data source on its own line(s), wrapped to the figure width."""
-    source = textwrap.fill(f"data: {data_source_label(params)}", width=max(20, int(width_in * 11)))
+def figure_title(main: str, data: DataIdentity, width_in: float) -> str:
+    """The title, then the data source (as the Parquet splits record it) on its own line(s), wrapped."""
+    source = textwrap.fill(f"data: {data.label}", width=max(20, int(width_in * 11)))
     return f"{main}\n{source}"
+
+
+def interval_note(results: Sequence[ModelResults]) -> str:
+    """``error bars: 95% bootstrap confidence interval, 2000 resamples``, from the intervals' own settings."""
+    settings = {r.interval_settings for r in results if r.interval_settings is not None}
+    if len(settings) != 1:
+        return "error bars: bootstrap confidence interval" if settings else ""
+    s = settings.pop()
+    level = f"{s.confidence * 100:g}%"
+    extra = f", {s.resamples} resamples" if s.resamples is not None else ""
+    return f"error bars: {level} bootstrap confidence interval{extra}"
 
 
 def probe_label(split: str, probe: str) -> str:
@@ -64,9 +77,17 @@ def probe_label(split: str, probe: str) -> str:
     return f"{role} image\n{obj} probe\n(expect {answer})"
 
 
-def split_label(split: str) -> str:
+def split_label(split: str, n: int | None = None, n_splits: int = 4) -> str:
+    """The group label under the bars: title, the unit, and the sample size ``n`` shared by every model."""
+    if split == MACRO:
+        return f"{COLUMN_TITLES[MACRO]}\n(mean of the\n{n_splits} splits)"
     title = COLUMN_TITLES.get(split, split)
-    return f"{title}\n(strict pair)" if split in C.PAIRED_SPLITS else title
+    lines = [title]
+    if split in C.PAIRED_SPLITS:
+        lines.append("(strict pair)")
+    if n is not None:
+        lines.append(style.n_text(n, split in C.PAIRED_SPLITS))
+    return "\n".join(lines)
 
 
 def probe_order(split: str, results: Sequence[ModelResults]) -> list[str]:
@@ -109,8 +130,9 @@ def _grouped_bars(ax: Any, group_labels: Sequence[str], series: Sequence[Series]
     width = group / n_models
     fontsize = 7 if n_models <= 6 else 6
     for i, s in enumerate(series):
-        color, hatch = plotting.series_style(i)
-        for g, (value, iv) in enumerate(zip(s.values, s.intervals)):
+        color, hatch = s.style.color, s.style.hatch
+        ns = list(s.ns) or [None] * len(s.values)
+        for g, (value, iv, n) in enumerate(zip(s.values, s.intervals, ns)):
             if value is None:
                 continue
             x = g - group / 2 + width * (i + 0.5)
@@ -133,7 +155,7 @@ def _grouped_bars(ax: Any, group_labels: Sequence[str], series: Sequence[Series]
             ax.text(
                 x,
                 top + 1.2,
-                format_percent(value),
+                style.score_text(value) + (f" (n={n})" if n is not None else ""),
                 ha="center",
                 va="bottom",
                 rotation=90 if vertical else 0,
@@ -151,20 +173,21 @@ def _grouped_bars(ax: Any, group_labels: Sequence[str], series: Sequence[Series]
     ax.tick_params(axis="x", length=0)
 
 
-def _legend(fig: Any, results: Sequence[ModelResults], width_in: float) -> None:
+def _legend(fig: Any, results: Sequence[ModelResults], styles: Mapping[str, style.ModelStyle], width_in: float) -> None:
     from matplotlib.patches import Patch
 
     names = [r.name for r in results]
     handles = []
-    for i, name in enumerate(names):
-        color, hatch = plotting.series_style(i)
-        handles.append(Patch(facecolor=color, hatch=hatch, edgecolor="#333333", linewidth=0.4, label=name))
+    for r in results:
+        st = styles[r.key]
+        handles.append(Patch(facecolor=st.color, hatch=st.hatch, edgecolor="#333333", linewidth=0.4, label=r.name))
+    note = interval_note(results)
     fig.legend(
         handles=handles,
         loc="outside lower center",
         ncols=legend_columns(names, width_in),
         frameon=False,
-        title="Model" + (" (error bars: confidence interval)" if _has_intervals(results) else ""),
+        title="Model" + (f"; {note}" if note else ""),
         title_fontsize=8,
     )
 
@@ -179,30 +202,49 @@ def _legend_rows(results: Sequence[ModelResults], width_in: float) -> int:
     return -(-len(names) // ncols)
 
 
-def split_accuracy_figure(params: Mapping[str, Any], results: Sequence[ModelResults]) -> Any:
-    """Grouped bars: configured splits and the macro average, one bar per model."""
-    columns = [*configured_splits(params), MACRO]
-    labels = [split_label(c) for c in columns]
-    series = [Series(r.name, [r.value(c) for c in columns], [r.interval(c) for c in columns]) for r in results]
+def _uniform_n(results: Sequence[ModelResults], split: str) -> int | None:
+    ns = {r.totals.get(split) for r in results}
+    return ns.pop() if len(ns) == 1 and None not in ns else None
+
+
+def _bar_ns(results: Sequence[ModelResults], r: ModelResults, columns: Sequence[str]) -> list[int | None]:
+    """Per group, ``r``'s sample size where the models' sizes differ (the group label has it otherwise)."""
+    return [
+        r.totals.get(c) if c != MACRO and c in r.totals and _uniform_n(results, c) is None else None for c in columns
+    ]
+
+
+def split_accuracy_figure(params: Mapping[str, Any], results: Sequence[ModelResults], data: DataIdentity) -> Any:
+    """Grouped bars: configured splits and the macro average, one bar per model, n under each split."""
+    splits = configured_splits(params)
+    columns = [*splits, MACRO]
+    labels = [split_label(c, _uniform_n(results, c), len(splits)) for c in columns]
+    styles = style.model_styles(params["models"])
+    series = [
+        Series(r.name, [r.value(c) for c in columns], [r.interval(c) for c in columns], styles[r.key],
+               _bar_ns(results, r, columns))
+        for r in results
+    ]  # fmt: skip
     width = figure_width(len(columns), len(results))
-    height = 4.4 + 0.2 * _legend_rows(results, width)
+    height = 4.6 + 0.2 * _legend_rows(results, width)
     fig = plt.figure(figsize=(width, height), layout="constrained")
     ax = fig.add_subplot()
     _grouped_bars(ax, labels, series, _labels_vertical(width, len(columns), len(results)))
     ax.axvline(len(columns) - 1.5, color="#888888", linewidth=0.8, linestyle="--", zorder=1)
-    fig.suptitle(figure_title("SABRE-Prior: accuracy by split", params, width))
-    _legend(fig, results, width)
+    fig.suptitle(figure_title("SABRE-Prior: accuracy by split", data, width))
+    _legend(fig, results, styles, width)
     return fig
 
 
-def probe_accuracy_figure(params: Mapping[str, Any], results: Sequence[ModelResults]) -> Any:
+def probe_accuracy_figure(params: Mapping[str, Any], results: Sequence[ModelResults], data: DataIdentity) -> Any:
     """One panel per configured paired split: per-probe accuracy and the strict pair accuracy."""
     paired = [s for s in configured_splits(params) if s in C.PAIRED_SPLITS]
+    styles = style.model_styles(params["models"])
     n_groups = 5
     width = figure_width(n_groups, len(results))
     height = 0.8 + 3.7 * max(len(paired), 1) + 0.2 * _legend_rows(results, width)
     fig = plt.figure(figsize=(width, height), layout="constrained")
-    fig.suptitle(figure_title("SABRE-Prior paired splits: accuracy per probe", params, width))
+    fig.suptitle(figure_title("SABRE-Prior paired splits: accuracy per probe", data, width))
     if not paired:
         ax = fig.add_subplot()
         ax.axis("off")
@@ -211,12 +253,16 @@ def probe_accuracy_figure(params: Mapping[str, Any], results: Sequence[ModelResu
     axes = fig.subplots(len(paired), 1, squeeze=False)[:, 0]
     for ax, split in zip(axes, paired):
         probes = probe_order(split, results)
-        labels = [probe_label(split, p) for p in probes] + ["strict pair\n(all four\nprobes right)"]
+        n = _uniform_n(results, split)
+        strict = "strict pair\n(all four\nprobes right)" + (f"\n{style.n_text(n, True)}" if n is not None else "")
+        labels = [probe_label(split, p) for p in probes] + [strict]
         series = [
             Series(
                 r.name,
                 [r.probe_accuracy.get(split, {}).get(p) for p in probes] + [r.accuracy.get(split)],
                 [*(None for _ in probes), r.interval(split)],
+                styles[r.key],
+                [*(None for _ in probes), *_bar_ns(results, r, [split])],
             )
             for r in results
         ]
@@ -224,20 +270,27 @@ def probe_accuracy_figure(params: Mapping[str, Any], results: Sequence[ModelResu
         ax.axvspan(strict_x - 0.5, strict_x + 0.5, color="#EDEDED", zorder=0, linewidth=0)
         _grouped_bars(ax, labels, series, _labels_vertical(width, len(labels), len(results)))
         ax.get_xticklabels()[strict_x].set_fontweight("bold")
-        totals = {r.totals.get(split) for r in results}
-        n_text = f", {totals.pop()} pairs" if len(totals) == 1 and None not in totals else ""
+        n_text = f", {n} pairs" if n is not None else ""
         ax.set_title(f"{COLUMN_TITLES[split]}{n_text}", loc="left", fontweight="bold")
-    _legend(fig, results, width)
+    _legend(fig, results, styles, width)
     return fig
 
 
 def write_figures(
-    params: Mapping[str, Any], metrics_dir: Path, outdir: Path, intervals_dir: Path | None = None
+    params: Mapping[str, Any],
+    metrics_dir: Path,
+    outdir: Path,
+    intervals_dir: Path | None = None,
+    *,
+    data_dir: Path,
 ) -> list[Path]:
-    """Write ``split_accuracy`` and ``probe_accuracy`` as PNG and PDF; return the paths."""
+    """Write ``split_accuracy`` and ``probe_accuracy`` as PNG and PDF; return the paths.
+
+    The data source in the titles is what the Parquet splits in ``data_dir`` record, not params.yaml."""
     results = load_results(params, Path(metrics_dir), Path(intervals_dir) if intervals_dir else None)
+    data = data_identity(Path(data_dir), configured_splits(params))
     paths: list[Path] = []
     with plotting.style():
-        paths += plotting.save_figure(split_accuracy_figure(params, results), Path(outdir), SPLIT_FIGURE)
-        paths += plotting.save_figure(probe_accuracy_figure(params, results), Path(outdir), PROBE_FIGURE)
+        paths += plotting.save_figure(split_accuracy_figure(params, results, data), Path(outdir), SPLIT_FIGURE)
+        paths += plotting.save_figure(probe_accuracy_figure(params, results, data), Path(outdir), PROBE_FIGURE)
     return paths

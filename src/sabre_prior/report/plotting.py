@@ -16,22 +16,12 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..io_utils import atomic_writer
+from . import style as style_module
 
 __all__ = ["DPI", "HATCHES", "PALETTE", "RC", "plt", "save_figure", "series_style", "style"]
 
-#: Okabe-Ito colours (colour-blind safe), black left out so error bars stay visible.
-PALETTE: tuple[str, ...] = (
-    "#0072B2",  # blue
-    "#E69F00",  # orange
-    "#009E73",  # bluish green
-    "#CC79A7",  # reddish purple
-    "#56B4E9",  # sky blue
-    "#D55E00",  # vermillion
-    "#F0E442",  # yellow
-    "#999999",  # grey
-)
-#: After the palette is used up, the colours repeat with these hatches.
-HATCHES: tuple[str, ...] = ("", "///", "...", "xxx")
+#: The model colours and hatches are :mod:`.style`'s (one palette for every figure and the HTML report).
+PALETTE, HATCHES = style_module.PALETTE, style_module.HATCHES
 
 DPI = 150
 FONT = "DejaVu Sans"  # ships with matplotlib: the same glyphs everywhere
@@ -62,10 +52,9 @@ logging.getLogger("fontTools").setLevel(logging.WARNING)
 
 
 def series_style(index: int) -> tuple[str, str]:
-    """Colour and hatch of the ``index``-th model: distinct for up to 32 models."""
-    color = PALETTE[index % len(PALETTE)]
-    hatch = HATCHES[(index // len(PALETTE)) % len(HATCHES)]
-    return color, hatch
+    """Colour and hatch of the model at position ``index`` in params.yaml (:func:`.style.model_style`)."""
+    st = style_module.model_style(index)
+    return st.color, st.hatch
 
 
 @contextlib.contextmanager

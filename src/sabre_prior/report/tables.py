@@ -6,7 +6,8 @@ bootstrap intervals (``results/intervals/<model>.json``) are given, the
 Markdown and LaTeX cells read ``40.0 [31.0, 50.0]`` and an extra long-format
 ``main_results_ci.csv`` is written; the main CSV never changes shape.
 
-Numbers are formatted by :mod:`sabre_prior.formatting` (half-away-from-zero percents).
+Numbers are rounded and bolded by :mod:`.style` (one rule for every output); the data source in the
+caption is what the Parquet splits record (:func:`sabre_prior.data.parquet.data_identity`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from typing import Any
 from .. import contracts as C
 from ..config import display_name
 from ..errors import SabreError
-from ..formatting import Interval, csv_text, format_percent, md_table, percent
+from ..data.parquet import DataIdentity, data_identity
+from ..formatting import Interval, csv_text, md_table
 from ..io_utils import read_json_file, write_text
+from . import style
 
 #: The four split columns of the main table, in the paper's order.
 TABLE_SPLITS: tuple[str, ...] = tuple(C.MAIN_TABLE_COLUMNS[1:5])
@@ -264,39 +267,65 @@ class Cell:
     bold: bool = False
 
 
+TABLE_COLUMNS: tuple[str, ...] = (*TABLE_SPLITS, MACRO)
+
+
 def build_cells(results: Sequence[ModelResults]) -> list[list[Cell]]:
-    """Rows of cells (columns: the four splits, then macro), best rounded value per column bold."""
-    columns = [*TABLE_SPLITS, MACRO]
+    """Rows of cells (columns: the four splits, then macro); bold by :func:`.style.best_flags`.
+
+    Every number is rounded by :mod:`.style` (one rule for the md, csv and tex tables, the figures
+    and the HTML report)."""
     rows: list[list[Cell]] = []
     for r in results:
         row: list[Cell] = []
-        for column in columns:
+        for column in TABLE_COLUMNS:
             value = r.value(column)
             iv = r.interval(column)
-            suffix = f" [{format_percent(iv.low)}, {format_percent(iv.high)}]" if iv is not None else ""
+            suffix = f" [{style.score_text(iv.low)}, {style.score_text(iv.high)}]" if iv is not None else ""
             if value is None:
                 row.append(Cell(None, "", ""))
             else:
-                row.append(Cell(percent(value), format_percent(value), suffix))
+                row.append(Cell(style.score_value(value), style.score_text(value), suffix))
         rows.append(row)
-    for j in range(len(columns)):
-        present: list[Decimal] = [v for row in rows if (v := row[j].value) is not None]
-        if not present:
-            continue
-        best = max(present)
-        for row in rows:
-            if row[j].value == best:
+    for j in range(len(TABLE_COLUMNS)):
+        for row, bold in zip(rows, style.best_flags([row[j].value for row in rows])):
+            if bold:
                 row[j] = Cell(row[j].value, row[j].text, row[j].interval, bold=True)
     return rows
 
 
-def _caption(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
-    source = str((params.get("dataset") or {}).get("source", "unknown"))
+def column_n(results: Sequence[ModelResults], split: str) -> int | None:
+    """The sample size of a split's score when every model has the same one (None otherwise)."""
+    ns = {r.totals.get(split) for r in results}
+    return ns.pop() if len(ns) == 1 and None not in ns else None
+
+
+def column_header(results: Sequence[ModelResults], column: str) -> str:
+    """``Context (n = 100 pairs)``: the title and, for a split, its sample size shared by every model."""
+    title = COLUMN_TITLES[column]
+    n = column_n(results, column) if column != MACRO else None
+    return f"{title} ({style.n_text(n, column in C.PAIRED_SPLITS)})" if n is not None else title
+
+
+def _n_suffix(results: Sequence[ModelResults], r: ModelResults, column: str) -> str:
+    """`` (n = 97)`` after a cell when the models' sample sizes differ (else the header has it)."""
+    if column == MACRO or column_n(results, column) is not None or column not in r.totals:
+        return ""
+    return f" (n = {r.totals[column]})"
+
+
+def _caption(data: DataIdentity, results: Sequence[ModelResults], splits: Sequence[str]) -> str:
     text = (
-        f"Accuracy in percent on SABRE-Prior (data: {source}). Context and texture: strict four-probe "
+        f"Accuracy in percent on SABRE-Prior (data: {data.label}). Context and texture: strict four-probe "
         "pair accuracy; attribute: exact count; language: exact option; macro avg.: unweighted mean "
-        "of the four. Best value per column in bold."
+        f"of the four. n: the pairs or questions each split's score counts. {style.BOLD_RULE}"
     )
+    cells = build_cells(results)
+    ties = style.tie_note(
+        [(COLUMN_TITLES[c], [row[j].value for row in cells]) for j, c in enumerate(TABLE_COLUMNS)]
+    )
+    if ties:
+        text += " " + ties
     settings = sorted(
         {r.interval_settings for r in results if r.interval_settings is not None},
         key=lambda s: (s.confidence, s.resamples or 0, s.seed or 0),
@@ -312,7 +341,7 @@ def _caption(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
         )
         level = format(Decimal(str(s.confidence)) * 100, "f").rstrip("0").rstrip(".")
         text += f" Brackets: {level}% bootstrap confidence interval" + (f" ({extra})." if extra else ".")
-    if len(configured_splits(params)) < len(TABLE_SPLITS):
+    if len(splits) < len(TABLE_SPLITS):
         text += " Empty cells: split not configured (the macro average then covers fewer splits)."
     refusing = [r for r in results if r.refused]
     if refusing:
@@ -326,19 +355,26 @@ def _caption(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
     return text
 
 
-def render_markdown(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
-    header = ["Model", *(COLUMN_TITLES[c] for c in (*TABLE_SPLITS, MACRO))]
-    def shown(c: Cell) -> str:
-        return "–" if c.value is None else (f"**{c.text}**" if c.bold else c.text) + c.interval
+def render_markdown(params: Mapping[str, Any], results: Sequence[ModelResults], data: DataIdentity) -> str:
+    header = ["Model", *(markdown_escape(column_header(results, c)) for c in TABLE_COLUMNS)]
 
-    rows = [[markdown_escape(r.name), *map(shown, cells)] for r, cells in zip(results, build_cells(results))]
-    return md_table(header, rows, compact_rule=True, escape=False) + "\n" + _caption(params, results) + "\n"
+    def shown(r: ModelResults, c: Cell, column: str) -> str:
+        if c.value is None:
+            return "–"
+        return (f"**{c.text}**" if c.bold else c.text) + c.interval + _n_suffix(results, r, column)
+
+    rows = [
+        [markdown_escape(r.name), *(shown(r, c, col) for c, col in zip(cells, TABLE_COLUMNS))]
+        for r, cells in zip(results, build_cells(results))
+    ]
+    caption = _caption(data, results, configured_splits(params))
+    return md_table(header, rows, compact_rule=True, escape=False) + "\n" + caption + "\n"
 
 
-def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
-    header = ["Model", *(COLUMN_TITLES[c] for c in (*TABLE_SPLITS, MACRO))]
+def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults], data: DataIdentity) -> str:
+    header = ["Model", *(column_header(results, c) for c in TABLE_COLUMNS)]
     lines = [
-        "% " + _caption(params, results),
+        "% " + _caption(data, results, configured_splits(params)),
         "% Generated by `sabre tables`; needs \\usepackage{booktabs}.",
         "\\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
         "\\toprule",
@@ -347,7 +383,12 @@ def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults]) -> 
     ]
     for r, cells in zip(results, build_cells(results)):
         shown = [
-            ("--" if c.value is None else (f"\\textbf{{{c.text}}}" if c.bold else c.text) + c.interval) for c in cells
+            (
+                "--"
+                if c.value is None
+                else (f"\\textbf{{{c.text}}}" if c.bold else c.text) + c.interval + _n_suffix(results, r, col)
+            )
+            for c, col in zip(cells, TABLE_COLUMNS)
         ]
         lines.append(" & ".join([latex_escape(r.name), *shown]) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
@@ -364,10 +405,10 @@ def render_ci_csv(results: Sequence[ModelResults]) -> str:
     """Long format: ``model,split,estimate,low,high`` (percent); ``split`` is ``macro`` for the average."""
     rows: list[list[str]] = []
     for r in results:
-        for column in (*TABLE_SPLITS, MACRO):
+        for column in TABLE_COLUMNS:
             iv = r.interval(column)
             if iv is not None:
-                rows.append([r.key, column, *(format_percent(x) for x in (iv.estimate, iv.low, iv.high))])
+                rows.append([r.key, column, *(style.score_text(x) for x in (iv.estimate, iv.low, iv.high))])
     return csv_text(CI_CSV_COLUMNS, rows)
 
 
@@ -375,18 +416,26 @@ def render_ci_csv(results: Sequence[ModelResults]) -> str:
 # Entry point
 # ---------------------------------------------------------------------------
 def write_main_tables(
-    params: Mapping[str, Any], metrics_dir: Path, outdir: Path, intervals_dir: Path | None = None
+    params: Mapping[str, Any],
+    metrics_dir: Path,
+    outdir: Path,
+    intervals_dir: Path | None = None,
+    *,
+    data_dir: Path,
 ) -> list[Path]:
     """Write ``main_results.{md,csv,tex}`` (and ``main_results_ci.csv`` with intervals); return the paths.
 
+    The data source named in the caption is what the Parquet splits in ``data_dir`` record
+    (:func:`sabre_prior.data.parquet.data_identity`), not ``params.yaml``.
     Without ``intervals_dir`` a stale ``main_results_ci.csv`` from an earlier run is removed.
     """
     results = load_results(params, Path(metrics_dir), Path(intervals_dir) if intervals_dir else None)
+    data = data_identity(Path(data_dir), configured_splits(params))
     outdir = Path(outdir)
     outputs = {
-        outdir / f"{MAIN_STEM}.md": render_markdown(params, results),
+        outdir / f"{MAIN_STEM}.md": render_markdown(params, results, data),
         outdir / f"{MAIN_STEM}.csv": render_csv(results),
-        outdir / f"{MAIN_STEM}.tex": render_latex(params, results),
+        outdir / f"{MAIN_STEM}.tex": render_latex(params, results, data),
     }
     ci_path = outdir / CI_CSV_NAME
     if intervals_dir is not None:

@@ -1,2 +1,2 @@
 """Stage ``repro``: the pipeline's one declaration (``pipeline``), the run manifest
-(``manifest``) and the Snakemake/DVC bridge (``dagsync``, ``sabre dvc-yaml``/``dvc-sync``)."""
+(``manifest``) and the Snakemake/DVC bridge (``dagsync``, ``sabre generate``/``dvc-sync``)."""

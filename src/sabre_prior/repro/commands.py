@@ -1,4 +1,4 @@
-"""``sabre`` subcommands for reproducibility: ``manifest``, ``dvc-yaml``, ``dvc-sync``.
+"""``sabre`` subcommands for reproducibility: ``manifest``, ``generate``, ``recipes``, ``recover``, ``status``.
 
 Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,33 +35,33 @@ def _git_head(root: Path) -> str:
 
 def _manifest(args: argparse.Namespace) -> int:
     from ..config import load_params
-    from .manifest import code_ids, find_commits, write_manifest
+    from .manifest import find_commits, recipe_code_ids, write_manifest
 
     root = Path(".")
     if args.find_commits:
-        source = Path(args.output)
-        ids = json.loads(source.read_text(encoding="utf-8"))["code"] if source.is_file() else code_ids(root)
+        ids = recipe_code_ids(root)
+        if not ids:
+            raise SabreError("no recipes in .sabre/recipes/: run the pipeline (or `sabre recipes`) first")
         commits = find_commits(root, ids)
-        print("\n".join(commits) if commits else "no commit among the last 200 holds exactly this code")
+        print("\n".join(commits) if commits else "no commit among the last 200 holds exactly the code these results ran")
         return 0 if commits else 1
     params = load_params(args.params)
     manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root)
-    head = _git_head(root)
-    matches = head != "unknown" and head in find_commits(root, manifest["code"], limit=1)
-    # the commit goes to the log, not into the tracked manifest (see sabre_prior.repro.manifest)
-    print(f"git HEAD: {head} (code identical to HEAD: {'yes' if matches else 'no'})")
+    # the commit goes to the log, not into the tracked manifest: the code each job ran is in its
+    # recipe (.sabre/recipes/, git blob ids), so `sabre manifest --find-commits` names the commits
+    print(f"git HEAD: {_git_head(root)}")
     print(f"manifest: {len(manifest['data'])} splits, {len(manifest['models'])} models -> {args.output}")
     return 0
 
 
 def _p_manifest(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("manifest", help="write the run manifest (code ids, package versions, params and data hashes)")
-    p.add_argument("--output", default="results/manifest.json")
+    p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
+    p.add_argument("--output", default="results/manifest.json", help="the run manifest JSON to write")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument(
         "--find-commits",
         action="store_true",
-        help="list the git commits whose code equals the code ids in --output (or of the working tree)",
+        help="list the git commits holding exactly the code the results were made with (from the jobs' recipes)",
     )
     add_params(p)
     p.set_defaults(func=_manifest)
@@ -76,68 +77,117 @@ def _pipeline(args: argparse.Namespace) -> "Pipeline":
     return Pipeline(load_params(args.params), Path("."))
 
 
-def _dvc_yaml(args: argparse.Namespace) -> int:
-    from .pipeline import DVC_YAML, dvc_yaml_is_fresh, write_dvc_yaml
+def _generate(args: argparse.Namespace) -> int:
+    from .pipeline import DVC_YAML, render_dvc_yaml
+    from .rules import render_rules
 
     pipeline = _pipeline(args)
+    wanted = {DVC_YAML: render_dvc_yaml(pipeline), **render_rules()}
+    stale = [p for p, text in wanted.items() if not Path(p).is_file() or Path(p).read_text(encoding="utf-8") != text]
     if args.check:
-        if dvc_yaml_is_fresh(pipeline):
-            print(f"{DVC_YAML} is up to date with the declaration")
-            return 0
-        print(f"{DVC_YAML} differs from the declaration: run `sabre dvc-yaml`", file=sys.stderr)
-        return 1
-    changed = write_dvc_yaml(pipeline)
-    print(f"{DVC_YAML} {'written' if changed else 'unchanged'} ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
+        if stale:
+            print(f"{', '.join(stale)} differ from the declaration: run `sabre generate`", file=sys.stderr)
+            return 1
+        print(f"{DVC_YAML} and the rule files are up to date with the declaration")
+        return 0
+    from ..io_utils import atomic_writer
+
+    for path in stale:
+        with atomic_writer(path) as fh:
+            fh.write(wanted[path])
+    print(f"{len(stale)} of {len(wanted)} files written ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
     return 0
 
 
-def _p_dvc_yaml(sub: argparse._SubParsersAction) -> None:
+def _p_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "dvc-yaml",
-        help="generate dvc.yaml from the pipeline's declaration (sabre_prior.repro.pipeline) and params.yaml's dataset",
+        "generate",
+        help="write dvc.yaml and workflow/rules/*.smk from the pipeline's declaration (sabre_prior.repro.pipeline)",
     )
-    p.add_argument("--check", action="store_true", help="exit 1 when dvc.yaml differs from a fresh rendering")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file differs from a fresh rendering")
     add_params(p)
-    p.set_defaults(func=_dvc_yaml)
+    p.set_defaults(func=_generate)
 
 
-def _dvc_sync(args: argparse.Namespace) -> int:
+def _recipes(args: argparse.Namespace) -> int:
+    from . import dagsync
+    from .state import write_recipes
+
+    pipeline = _pipeline(args)
+    written = write_recipes(pipeline, dagsync.resolve_hub(pipeline))
+    if os.environ.get("DVC_STAGE") == "recipes":  # DVC records this stage when the command ends
+        from .state import write_made
+
+        write_made(pipeline.root, dagsync.RECIPES, "-")  # type: ignore[arg-type]
+    print(f"recipes: {len(written)} of {len(pipeline.jobs())} rewritten")
+    return 0
+
+
+def _p_recipes(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recipes",
+        help="write each job's recipe (.sabre/recipes/): command, settings read, code ids (the DVC stage `recipes`)",
+    )
+    add_params(p)
+    p.set_defaults(func=_recipes)
+
+
+def _recover(args: argparse.Namespace) -> int:
     from . import dagsync
 
-    root = Path(".")
-    if not dagsync.is_dvc_project(root):
-        raise SabreError(f"{root.resolve()}: not a DVC project (no .dvc/ or dvc.yaml); run `dvc init` first")
-    if args.action == "check":
-        problems = dagsync.check(root)
-        print("\n".join(problems) if problems else "Snakemake rules, dvc.yaml and DVC's stages agree")
-        return 1 if problems else 0
-    pipeline = _pipeline(args)
-    if args.action == "align":
-        print(dagsync.align(pipeline).summary())
-        return 0
-    # commit: every job whose outputs exist and that Snakemake finds up to date
-    jobs = pipeline.jobs()
-    names = [j.name for j in jobs if dagsync.job_times(root, j).up_to_date]
-    proc = dagsync.commit(root, names, jobs)
-    if proc is not None and proc.returncode != 0:
-        raise SabreError(f"dvc commit failed: {proc.stderr.strip()[-2000:]}")
-    print(f"committed {len(names)} stages")
+    for line in dagsync.recover(_pipeline(args)):
+        print(line)
     return 0
 
 
-def _p_dvc_sync(sub: argparse._SubParsersAction) -> None:
+def _p_recover(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "dvc-sync",
-        help="keep Snakemake and DVC in step: check, align, commit",
+        "recover",
+        help="after a kill or a crash: remove temp files, repair a damaged dvc.lock, record every proven job",
         description=(
-            "check: dvc.yaml is fresh and the Snakemake rules and DVC's stages are the declaration's (exit 1 on a "
-            "difference); align: what the Snakefile does before planning (stamps, mtimes; `dvc status` only on an "
-            "inconsistency); commit: `dvc commit` every job whose outputs are newer than its inputs."
+            "The one recovery step after Snakemake or `dvc repro` was killed (Ctrl-C, OOM, a lost node) or "
+            "dvc.lock was damaged: temporary files are removed, a dvc.lock that DVC can no longer read is set "
+            "aside in .sabre/damaged/ and rebuilt, and every job whose outputs are proven to be what its recipe "
+            "and inputs make is recorded with `dvc commit` (the cache is then complete for `dvc push`). "
+            "Nothing is re-run and nothing unproven is recorded: run `snakemake --cores 8 all` or `dvc repro` "
+            "afterwards to make the rest."
         ),
     )
-    p.add_argument("action", choices=["check", "align", "commit"])
     add_params(p)
-    p.set_defaults(func=_dvc_sync)
+    p.set_defaults(func=_recover)
 
 
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_dvc_yaml, _p_dvc_sync]
+def _status(args: argparse.Namespace) -> int:
+    from . import dagsync, state
+
+    pipeline = _pipeline(args)
+    root = pipeline.root
+    jobs = pipeline.jobs()
+    todo = []
+    for job in jobs:
+        content = pipeline.recipe(job, dagsync.resolve_hub(pipeline) if job.stage.name == "fetch" else None)
+        on_disk = (root / job.stamp).read_text(encoding="utf-8") if (root / job.stamp).is_file() else None
+        if on_disk != content:
+            todo.append((job.name, "its recipe (command, settings or code) changed"))
+            continue
+        verdict = state.verify(root, job, state.recipe_digest(root, job))
+        if not verdict.proven:
+            todo.append((job.name, verdict.why))
+    names = dagsync.downstream(jobs, [n for n, _ in todo])
+    why = dict(todo)
+    for name in [j.name for j in jobs if j.name in names]:
+        print(f"{name}: {why.get(name, 'an input is made again')}")
+    print(f"{len(names)} of {len(jobs)} jobs to run" if names else "every job is up to date")
+    return 1 if names else 0
+
+
+def _p_status(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "status",
+        help="which jobs would run, and why (read only; exit 1 when some would)",
+    )
+    add_params(p)
+    p.set_defaults(func=_status)
+
+
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest, _p_generate, _p_recipes, _p_recover, _p_status]

@@ -1,31 +1,38 @@
-"""Snakemake and DVC agree on what is up to date, through their public interfaces only.
+"""Snakemake and DVC as one system: one plan from what every output was made from.
 
-Both run the jobs of one declaration (:mod:`sabre_prior.repro.pipeline`). Snakemake decides by
-modification times alone (``rerun-triggers: [mtime]`` in the workflow profile); everything
-DVC compares that is not a file is made a file Snakemake sees: each job's code files are
-inputs of its rule, and a small *stamp* per job (``.sabre/stamps/``, git-ignored) holds its
-command, the values of the params keys it reads and, for a hub source, a digest of the files the
-split reads at the resolved revision (a new commit re-fetches exactly the splits whose files changed).
+Both tools run the jobs of one declaration (:mod:`sabre_prior.repro.pipeline`) and every job
+records what it made its outputs from (:mod:`sabre_prior.repro.state`: recipes, made records).
+The Snakefile calls :func:`before_planning` when it is parsed (main process only):
 
-:func:`before_planning` (the Snakefile, at DAG-build time, main process only):
+1. takes the run lock and DVC's repository lock for the whole run (:mod:`.runlock`; a second
+   orchestrator refuses at once);
+2. resolves the data source (a hub revision, a local folder): an unresolvable source stops the
+   run with an error naming it and the fix, never a fallback to earlier data;
+3. writes each job's recipe whose content changed, removes stray temp files, sets a damaged
+   ``dvc.lock`` aside (``.sabre/damaged/``; it is rebuilt below from what can be proven);
+4. finds the *proven* jobs: made record = current recipe, inputs and outputs unchanged. When
+   ``dvc.lock`` changed since this bridge last wrote it (``dvc repro``, ``dvc pull``, a checkout),
+   ``dvc status`` is asked once: a job DVC finds up to date is proven too (its made record is
+   written), a proven job DVC finds changed is recorded after the run;
+5. gives Snakemake, through the rules' input functions (:meth:`Plan.job_inputs`), the inputs of a
+   proven job wrapped in ``ancient()`` (Snakemake's documented flag: "ignore the timestamp of
+   this input", https://snakemake.readthedocs.io/en/stable/snakefiles/rules.html#ignoring-timestamps)
+   and, to every other job and everything downstream of it, a gate file (``.sabre/gates/``)
+   touched now: with ``rerun-triggers: [mtime]`` (the profile; "--rerun-triggers", Snakemake's
+   CLI reference) an input newer than the outputs re-runs the job.
 
-1. regenerates ``dvc.yaml`` when the source's kind changed (demo, local directory, hub);
-2. rewrites each stamp whose content changed (only then: its mtime tells Snakemake "re-run");
-3. checks, with stat calls only, that every job's outputs are newer than its inputs. Only when
-   some are not (after ``dvc pull``/``dvc checkout``/``dvc repro``, a git checkout, a stamp just
-   rewritten) it asks DVC (``dvc status --json``) and moves the outputs of the stages DVC finds
-   up to date forward in time (never back), producers first. A stage DVC finds changed is left
-   alone, so Snakemake re-runs it as ``dvc repro`` would.
-
-:func:`after_run` (``onsuccess``/``onerror``): the jobs whose outputs were all written during
-this run are recorded with ``dvc commit --force --no-relink <stages>``, output mtimes kept.
-
-Nothing reads or writes Snakemake's ``.snakemake/`` records or calls private methods. All of it
-is skipped outside a DVC project or with ``SABRE_DVC_SYNC=0`` (stamps are still written).
+So Snakemake runs exactly the jobs whose recipe or data changed, whatever tool made the outputs
+and in whatever order, and never consults its own ``.snakemake/`` records for that.
+:func:`after_run` (``onsuccess``/``onerror``, not called for a dry run) records the jobs this run
+made, and those pending, with one ``dvc commit --force`` (DVC's documented way to "record changes
+to files or directories tracked by DVC ... of stages", https://dvc.org/doc/command-reference/commit).
+A kill before that commit finishes leaves a pending list that the next run (or ``sabre recover``)
+commits again; a kill while DVC rewrites ``dvc.lock`` leaves a damaged lock that step 3 repairs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -34,27 +41,41 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .pipeline import Job, Pipeline, write_dvc_yaml
+from ..errors import SabreError
+from ..io_utils import write_json
+from . import state
+from .pipeline import PACKAGE_DIR, STAMP_DIR, Job, Pipeline, pinned, write_dvc_yaml
+from .runlock import RUN_ENV, RunLock
 
 ENV_SWITCH = "SABRE_DVC_SYNC"
-#: When this Snakemake invocation built its DAG (outputs written later were made by it).
-_STARTED_NS = 0
-#: Outputs moved forward land this far after their newest input (nanoseconds).
-EPS_NS = 1_000_000
+GATE_DIR = ".sabre/gates"
+SYNC_FILE = ".sabre/state/sync.json"
+PENDING_FILE = ".sabre/state/pending.json"
+DAMAGED_DIR = ".sabre/damaged"
+#: The Snakemake rule `recipes` writes this marker: it runs when DVC's stage `recipes` would.
+RECIPES_DONE = ".sabre/state/recipes.done"
+
+
+@dataclass(frozen=True)
+class RecipesJob:
+    """DVC's ``recipes`` stage as a job of its own (what it reads and writes; its made record)."""
+
+    name: str = "recipes"
+    inputs: tuple[str, ...] = ("params.yaml", PACKAGE_DIR)
+    outputs: tuple[str, ...] = (STAMP_DIR,)
+
+
+RECIPES = RecipesJob()
 
 
 def say(message: str) -> None:
-    print(f"sabre dag-sync: {message}", file=sys.stderr)
+    print(f"sabre: {message}", file=sys.stderr)
 
 
 def is_dvc_project(root: Path) -> bool:
     return (root / ".dvc").is_dir() and (root / "dvc.yaml").is_file()
-
-
-def enabled(root: Path) -> bool:
-    return os.environ.get(ENV_SWITCH, "1") != "0" and is_dvc_project(root) and dvc_command() is not None
 
 
 def dvc_command() -> list[str] | None:
@@ -66,212 +87,96 @@ def dvc_command() -> list[str] | None:
     return [found] if found else None
 
 
+def enabled(root: Path) -> bool:
+    return os.environ.get(ENV_SWITCH, "1") != "0" and is_dvc_project(root) and dvc_command() is not None
+
+
 def run_dvc(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = dvc_command()
     assert cmd is not None
     return subprocess.run([*cmd, *args], cwd=root, capture_output=True, text=True, check=False)
 
 
+def _why(proc: subprocess.CompletedProcess[str]) -> str:
+    text = (proc.stderr.strip() + "\n" + proc.stdout.strip()).strip()
+    return text[-2000:] or f"exit {proc.returncode}, no output"
+
+
 # ---------------------------------------------------------------------------
-# mtimes as Snakemake reads them
+# the source
 # ---------------------------------------------------------------------------
-def mtime_ns(path: Path) -> int | None:
-    """A file's mtime; for a folder the newest mtime in it (what Snakemake compares); None if missing."""
+def resolve_hub(pipeline: Pipeline) -> dict[str, str] | None:
+    """Per split, the digest of its files at the commit the hub serves (None: not a hub source).
+    An unresolvable source (hub unreachable, no access, unknown revision, a missing local folder)
+    raises :class:`~sabre_prior.errors.SourceError` naming it and the fix
+    (:func:`sabre_prior.data.fetch.resolve_source`); nothing falls back to earlier data."""
+    if pipeline.kind == "demo":
+        return None
+    from ..data.fetch import resolve_source
+
+    resolved = resolve_source(pipeline.params, pipeline.splits)
+    return dict(resolved.files) if pipeline.kind == "hub" else None
+
+
+# ---------------------------------------------------------------------------
+# dvc.lock
+# ---------------------------------------------------------------------------
+def lock_damage(root: Path) -> str | None:
+    """Why ``dvc.lock`` is unusable (empty, not YAML, not DVC's layout), or None."""
+    import yaml
+
+    path = root / "dvc.lock"
+    if not path.exists():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
+        return "dvc.lock is empty"
     try:
-        st = path.stat()
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return f"dvc.lock is not valid YAML ({str(exc).splitlines()[0]})"
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        return "dvc.lock does not hold DVC's stages"
+    # a rewrite cut short can still be YAML: every entry must be whole (DVC's lock layout,
+    # https://dvc.org/doc/user-guide/project-structure/dvcyaml-files#dvclock-file)
+    for name, entry in data["stages"].items():
+        if not isinstance(entry, dict) or "cmd" not in entry:
+            return f"dvc.lock's entry for {name} is cut short"
+        for kind in ("deps", "outs"):
+            items = entry.get(kind, [])
+            if not isinstance(items, list) or any(not isinstance(i, dict) or "path" not in i or "md5" not in i for i in items):
+                return f"dvc.lock's {kind} of {name} are cut short"
+    return None
+
+
+def quarantine_lock(root: Path, why: str) -> Path:
+    dest = root / DAMAGED_DIR / f"dvc.lock.{time.strftime('%Y%m%dT%H%M%S')}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(root / "dvc.lock", dest)
+    say(f"{why}: set aside as {dest.relative_to(root)}; it is rebuilt from the jobs whose outputs can be proven")
+    return dest
+
+
+def _lock_token(root: Path) -> str | None:
+    try:
+        return hashlib.sha256((root / "dvc.lock").read_bytes()).hexdigest()
     except FileNotFoundError:
         return None
-    if path.is_symlink():  # Snakemake may date a link by the link itself (lstat): take the later of both
-        return max(st.st_mtime_ns, path.lstat().st_mtime_ns)
-    if not path.is_dir():
-        return st.st_mtime_ns
-    newest = st.st_mtime_ns
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            try:
-                newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime_ns)
-            except FileNotFoundError:
-                pass
-    return newest
 
 
-def _set_mtime(path: Path, ns: int) -> None:
-    """Move ``path`` (and, for a folder, everything in it) to ``ns``; never backwards."""
-    targets = [path]
-    if path.is_dir():
-        targets += [Path(d) / n for d, dirs, files in os.walk(path) for n in [*dirs, *files]]
-    for p in sorted(targets, key=lambda q: len(q.parts), reverse=True):
-        st = p.stat()
-        if st.st_mtime_ns < ns:
-            os.utime(p, ns=(st.st_atime_ns, ns), follow_symlinks=False)
-
-
-@dataclass
-class JobTimes:
-    newest_input: int | None
-    oldest_output: int | None
-    outputs_exist: bool
-
-    @property
-    def consistent(self) -> bool:
-        """Snakemake would find nothing to do for this job (taken alone)."""
-        if not self.outputs_exist:
-            return True  # missing outputs: Snakemake runs the job, nothing to align
-        return self.newest_input is None or (self.oldest_output or 0) > self.newest_input
-
-    @property
-    def up_to_date(self) -> bool:
-        """Every output exists and is newer than every input."""
-        return self.outputs_exist and self.consistent
-
-
-def job_times(root: Path, job: Job, cache: dict[str, int | None] | None = None) -> JobTimes:
-    """The job's newest input and oldest output; ``cache`` shares stat results between jobs of one check."""
-
-    def stat(rel: str) -> int | None:
-        if cache is None:
-            return mtime_ns(root / rel)
-        if rel not in cache:
-            cache[rel] = mtime_ns(root / rel)
-        return cache[rel]
-
-    ins = [stat(p) for p in (*job.inputs, job.stamp)]
-    outs = [stat(p) for p in job.outputs]
-    present = [t for t in ins if t is not None]
-    return JobTimes(
-        newest_input=max(present) if present else None,
-        oldest_output=min(t for t in outs if t is not None) if any(t is not None for t in outs) else None,
-        outputs_exist=all(t is not None for t in outs),
-    )
-
-
-# ---------------------------------------------------------------------------
-# stamps
-# ---------------------------------------------------------------------------
-def resolve_hub_files(repo: str, revision: str | None, splits: Sequence[str]) -> dict[str, str] | None:
-    """Per split, a digest of the files it reads at the commit the hub serves for ``revision``
-    (:func:`sabre_prior.data.fetch.hub_files`); None when the hub cannot be asked."""
-    try:
-        from ..data.fetch import hub_files
-
-        return hub_files(repo, revision, splits)[1]
-    except Exception as exc:  # noqa: BLE001 - offline or no access: the fetch itself will say why
-        say(f"could not resolve {repo}@{revision or 'default branch'} ({type(exc).__name__}); keeping the last stamp")
-        return None
-
-
-def write_stamps(pipeline: Pipeline, jobs: Sequence[Job]) -> list[str]:
-    """Rewrite the stamps whose content changed; returns their paths."""
-    root = pipeline.root
-    resolved: dict[str, str] | None = None
-    if pipeline.kind == "hub" and any(j.stage.name == "fetch" for j in jobs):
-        splits = [dict(j.item)["split"] for j in jobs if j.stage.name == "fetch"]
-        resolved = resolve_hub_files(pipeline.source, pipeline.params["dataset"].get("revision"), splits)
-    changed = []
-    for job in jobs:
-        content = job.stamp_content
-        path = root / job.stamp
-        if job.stage.name == "fetch" and pipeline.kind == "hub":
-            if resolved is None and path.is_file():
-                continue  # offline: the last known revision stands
-            data = json.loads(content)
-            data["hub_files"] = resolved[dict(job.item)["split"]] if resolved else None
-            content = json.dumps(data, sort_keys=True, indent=1) + "\n"
-        try:
-            if path.read_text(encoding="utf-8") == content:
-                continue
-        except FileNotFoundError:
-            pass
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, path)
-        changed.append(job.stamp)
-    return changed
-
-
-# ---------------------------------------------------------------------------
-# DVC's view, through its command line
-# ---------------------------------------------------------------------------
-def dvc_status(root: Path) -> dict[str, list[Any]]:
-    """``dvc status --json``: stage name -> its changes (a stage up to date is absent)."""
+def dvc_status(root: Path) -> dict[str, Any]:
+    """``dvc status --json``: the changed stages (empty: up to date)."""
     proc = run_dvc(root, "status", "--json")
     if proc.returncode != 0:
-        raise RuntimeError(f"dvc status failed: {proc.stderr.strip()[-2000:]}")
-    text = proc.stdout.strip()
-    data = json.loads(text) if text else {}
-    return {str(k).rsplit(":", 1)[-1]: v for k, v in data.items()}
-
-
-@dataclass
-class AlignReport:
-    stamps: list[str] = field(default_factory=list)
-    asked_dvc: bool = False
-    moved: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)  # changed in DVC's view: Snakemake re-runs them
-    dvc_yaml_written: bool = False
-
-    def summary(self) -> str:
-        parts = [f"{len(self.stamps)} stamps rewritten"]
-        if self.dvc_yaml_written:
-            parts.append("dvc.yaml regenerated for the dataset source")
-        if self.asked_dvc:
-            parts.append(f"{len(self.moved)} up-to-date stages' outputs moved forward")
-            if self.left:
-                parts.append(f"{len(self.left)} stages changed for DVC too")
-        return "; ".join(parts)
-
-
-def align(pipeline: Pipeline, jobs: Sequence[Job] | None = None, *, use_dvc: bool = True) -> AlignReport:
-    """Stamps, then the mtime check (and DVC's status only when something is inconsistent)."""
-    root = pipeline.root
-    jobs = list(jobs if jobs is not None else pipeline.jobs())
-    # a stamp created next to existing outputs says nothing yet: DVC decides below; without DVC the
-    # outputs are trusted, as Snakemake trusts outputs it has no record of (the stamp is dated 1970)
-    # (a job whose outputs are missing runs when needed anyway; a brand-new stamp must not make
-    # Snakemake schedule it when nothing needs it, so its stamp is dated 1970 too)
-    created = [j for j in jobs if not (root / j.stamp).exists()]
-    fresh = [j for j in created if all((root / o).exists() for o in j.outputs)]
-    report = AlignReport(stamps=write_stamps(pipeline, jobs))
-    for job in created:
-        if job not in fresh and (root / job.stamp).exists():
-            os.utime(root / job.stamp, ns=(0, 0))
-    cache: dict[str, int | None] = {}  # code files are inputs of many jobs: stat each once
-    inconsistent = [j for j in jobs if not job_times(root, j, cache).consistent]
-    status = None
-    if inconsistent and use_dvc:
-        try:
-            status = dvc_status(root)
-        except RuntimeError as exc:
-            say(f"DVC cannot tell what is up to date ({str(exc).splitlines()[0][:200]})")
-    if status is None:
-        for job in fresh:
-            os.utime(root / job.stamp, ns=(0, 0))
-        return report
-    report.asked_dvc = True
-    for job in jobs:  # producers first: a moved output can make its consumer inconsistent
-        times = job_times(root, job)
-        if times.consistent:
-            continue
-        if job.name in status:
-            report.left.append(job.name)
-            continue
-        assert times.newest_input is not None
-        for out in job.outputs:
-            _set_mtime(root / out, times.newest_input + EPS_NS)
-        report.moved.append(job.name)
-    return report
+        raise SabreError(f"dvc status failed: {_why(proc)}")
+    out = proc.stdout.strip()
+    return json.loads(out[out.index("{"):]) if "{" in out else {}
 
 
 def commit_targets(jobs: Sequence[Job], names: Iterable[str]) -> list[str] | None:
-    """The fewest ``dvc commit`` targets naming exactly the jobs ``names``: None (no targets: every
-    stage) when they are every job of the pipeline, a stage's name for all the instances of its
-    foreach/matrix (DVC takes a group's name as a target), else the instance names.
-
-    ``dvc commit`` parses and rewrites dvc.lock once per target (dvc/commands/commit.py loops over
-    them), so the cost is targets x lock size: with 4 models, 37 instance targets took about 115 s
-    and one call without targets 7 s (benchmarks/bench_dag.py)."""
+    """The fewest ``dvc commit`` targets naming exactly ``names``: None (no targets: every stage)
+    when they are every job, a foreach/matrix group's name for all its instances, else instances.
+    ``dvc commit`` rewrites dvc.lock once per target (dvc/commands/commit.py), so fewer is faster."""
     wanted = set(names)
     by_stage: dict[str, list[str]] = {}
     for job in jobs:
@@ -282,137 +187,267 @@ def commit_targets(jobs: Sequence[Job], names: Iterable[str]) -> list[str] | Non
     for stage, members in by_stage.items():
         chosen = [m for m in members if m in wanted]
         if len(chosen) == len(members) and (len(members) > 1 or members[0] != stage):
-            targets.append(stage)  # a foreach/matrix group
+            targets.append(stage)
         else:
             targets += chosen
     return targets
 
 
-def commit(root: Path, names: Sequence[str], jobs: Sequence[Job]) -> subprocess.CompletedProcess[str] | None:
-    """``dvc commit --force --no-relink`` of the jobs ``names`` (of ``jobs``, every job of the
-    pipeline), keeping the outputs' mtimes; the fewest targets, see :func:`commit_targets`."""
-    if not names:
-        return None
-    return run_dvc(root, "commit", "--force", "--no-relink", "--quiet", *(commit_targets(jobs, names) or []))
+# ---------------------------------------------------------------------------
+# the plan
+# ---------------------------------------------------------------------------
+@dataclass
+class Plan:
+    pipeline: Pipeline
+    active: bool = False
+    proven: set[str] = field(default_factory=set)
+    must_run: dict[str, str] = field(default_factory=dict)  # job -> why
+    to_commit: set[str] = field(default_factory=set)
+    recipes_pending: bool = False
+    lock: RunLock | None = None
+    _by_key: dict[tuple[str, tuple[tuple[str, str], ...]], Job] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.pipeline.root
+
+    def all_outputs(self) -> list[str]:
+        return self.pipeline.all_outputs()
+
+    def job(self, stage: str, wildcards: Mapping[str, str]) -> Job:
+        if not self._by_key:
+            self._by_key = {(j.stage.name, j.item): j for j in self.pipeline.jobs()}
+        from .pipeline import BY_NAME
+
+        item = tuple((k, str(wildcards[k])) for k in BY_NAME[stage].over)
+        return self._by_key[(stage, item)]
+
+    def job_inputs(self, stage: str, wildcards: Mapping[str, str], ancient: Callable[[Any], Any]) -> list[Any]:
+        """The rule's inputs for one job: see the module doc (step 5)."""
+        job = self.job(stage, wildcards)
+        files = [*job.inputs, job.stamp]
+        if not self.active:
+            return files
+        if job.name in self.must_run:
+            return [*files, gate_path(job.name)]
+        return [ancient(f) for f in files]
+
+    def recipes_inputs(self, ancient: Callable[[Any], Any]) -> list[Any]:
+        """The rule ``recipes``: a gate when DVC's stage ``recipes`` is not up to date (code or
+        params.yaml edited with no job's recipe changing), else nothing."""
+        return [GATE_DIR + "/recipes"] if self.active and self.recipes_pending else []
+
+    def summary(self) -> str:
+        if not self.must_run:
+            return "every job is up to date"
+        return f"{len(self.must_run)} of {len(self.pipeline.jobs())} jobs to run"
 
 
-def finished_jobs(pipeline: Pipeline, since_ns: int, jobs: Iterable[Job] | None = None) -> list[Job]:
-    """Jobs whose outputs were all (re)written at or after ``since_ns``."""
+def gate_path(job_name: str) -> str:
+    return f"{GATE_DIR}/{job_name}"
+
+
+def _touch(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"{time.time_ns()}\n")
+
+
+def downstream(jobs: Sequence[Job], start: Iterable[str]) -> set[str]:
+    """``start`` and every job that reads an output of one of them (transitively)."""
+    producer = {out: j.name for j in jobs for out in j.outputs}
+    readers: dict[str, set[str]] = {}
+    for j in jobs:
+        for inp in j.inputs:  # inputs and outputs are the same expanded paths (Snakemake's view)
+            if inp in producer:
+                readers.setdefault(producer[inp], set()).add(j.name)
+    todo, seen = list(start), set(start)
+    while todo:
+        for nxt in readers.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None) -> Plan:
+    """Steps 2-4 of the module doc; gates touched for the jobs to run."""
     root = pipeline.root
-    out = []
-    for job in jobs if jobs is not None else pipeline.jobs():
-        times = [mtime_ns(root / p) for p in job.outputs]
-        if times and all(t is not None and t >= since_ns for t in times):
-            out.append(job)
-    return out
+    result = Plan(pipeline, active=True, lock=lock)
+    hub = resolve_hub(pipeline)
+    state.remove_temp_files(root)
+    written = state.write_recipes(pipeline, hub)
+    jobs = pipeline.jobs()
+    damaged = lock_damage(root) if use_dvc else None
+    if damaged:
+        quarantine_lock(root, damaged)
+    verdicts = {j.name: state.verify(root, j, state.recipe_digest(root, j)) for j in jobs}
+    pending = _read_pending(root)
+    recipes_ok = state.verify(root, RECIPES, "-").proven  # type: ignore[arg-type]
+    if use_dvc:
+        if pipeline.kind == "hub" and not pinned(pipeline.params["dataset"].get("revision")):
+            result.to_commit.add("recipes")  # DVC's stage is always_changed: the branch may move
+        if written or pending or not recipes_ok:
+            result.to_commit.add("recipes")
+        token = _lock_token(root)
+        synced = _read_json(root / SYNC_FILE).get("lock")
+        if damaged or token is None:
+            result.to_commit |= {n for n, v in verdicts.items() if v.proven} | {"recipes"}
+        elif token != synced or pending:
+            if lock is not None:
+                lock.lend_dvc()
+            try:
+                changed = dvc_status(root)
+            finally:
+                if lock is not None:
+                    lock.hold_dvc()
+            for job in jobs:
+                v = verdicts[job.name]
+                if job.name in changed and v.proven:
+                    result.to_commit.add(job.name)
+                elif job.name not in changed and not v.proven and all((root / o).exists() for o in job.outputs):
+                    state.write_made(root, job, state.recipe_digest(root, job))  # DVC vouches for it
+                    verdicts[job.name] = state.Verdict(True)
+            if "recipes" in changed:
+                result.to_commit.add("recipes")
+            elif not recipes_ok and not written:
+                state.write_made(root, RECIPES, "-")  # type: ignore[arg-type]
+                result.to_commit.discard("recipes")
+    result.proven = {n for n, v in verdicts.items() if v.proven}
+    unproven = [n for n, v in verdicts.items() if not v.proven]
+    for name in downstream(jobs, unproven):
+        v = verdicts[name]
+        result.must_run[name] = v.why if not v.proven else "an input is made again"
+    for name in result.must_run:
+        _touch(root / gate_path(name))
+    result.recipes_pending = use_dvc and "recipes" in result.to_commit
+    if result.recipes_pending:
+        _touch(root / GATE_DIR / "recipes")
+    elif not (root / RECIPES_DONE).exists():
+        _touch(root / RECIPES_DONE)
+    return result
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _read_pending(root: Path) -> list[str]:
+    return list(_read_json(root / PENDING_FILE).get("jobs", []))
+
+
+def record(pipeline: Pipeline, names: Iterable[str], lock: RunLock | None = None) -> str:
+    """``dvc commit --force`` the proven jobs among ``names`` (re-verified now); a pending list
+    guards the commit against a kill. Returns a one-line summary."""
+    root = pipeline.root
+    jobs = pipeline.jobs()
+    by_name = {j.name: j for j in jobs}
+    wanted = set(names)
+    chosen = [
+        n for n in sorted(wanted - {"recipes"})
+        if n in by_name and state.verify(root, by_name[n], state.recipe_digest(root, by_name[n])).proven
+    ]
+    pending = sorted(set(chosen) | ({"recipes"} & wanted))
+    if not pending:
+        return "nothing to record in dvc.lock"
+    write_json(root / PENDING_FILE, {"jobs": pending})
+    everything = set(chosen) >= set(by_name)
+    targets = [] if everything else [*(["recipes"] if "recipes" in wanted else []), *(commit_targets(jobs, chosen) or [])]
+    if lock is not None:
+        lock.lend_dvc()
+    proc = run_dvc(root, "commit", "--force", "--quiet", *targets)
+    if proc.returncode != 0:
+        raise SabreError(f"dvc commit failed: {_why(proc)}")
+    if "recipes" in pending:
+        state.write_made(root, RECIPES, "-")  # type: ignore[arg-type]
+    (root / PENDING_FILE).unlink(missing_ok=True)
+    write_json(root / SYNC_FILE, {"lock": _lock_token(root)})
+    return f"recorded {len(chosen)} jobs in dvc.lock (dvc commit)"
 
 
 # ---------------------------------------------------------------------------
 # Snakefile hooks
 # ---------------------------------------------------------------------------
+#: Snakemake invocations that run no job: no plan, no lock (``sabre recover`` runs ``--unlock``).
+_NO_PLAN = ("--target-jobs", "--mode", "--unlock", "--lint", "--list-rules", "-l", "--cleanup-metadata")
+
+
 def _main_process() -> bool:
-    """Not a job step re-parsing the Snakefile (cluster executors run `snakemake --target-jobs ...`)."""
-    return "--target-jobs" not in sys.argv and "--mode" not in sys.argv
+    """Not a job step re-parsing the Snakefile (cluster executors run `snakemake --target-jobs ...`)
+    and not a command that runs no job."""
+    return not any(flag in sys.argv for flag in _NO_PLAN)
 
 
-def before_planning(params: Mapping[str, Any], root: Path | None = None) -> Pipeline:
-    """Snakefile hook at DAG-build time; returns the pipeline for the rules. Never stops the workflow."""
-    global _STARTED_NS
+def before_planning(params: Mapping[str, Any], root: Path | None = None) -> Plan:
+    """Snakefile hook at DAG-build time; returns the plan the rules' input functions read."""
     pipeline = Pipeline(params, root or Path.cwd())
-    _STARTED_NS = time.time_ns()
     if not _main_process():
-        return pipeline
+        return Plan(pipeline)
+    lock = RunLock(pipeline.root)
     try:
-        written = False
-        dvc_on = enabled(pipeline.root)
-        if dvc_on:
-            written = write_dvc_yaml(pipeline)
-        report = align(pipeline, use_dvc=dvc_on)
-        report.dvc_yaml_written = written
-        if report.stamps or report.asked_dvc or written:
-            say(report.summary())
-    except Exception as exc:  # a broken sync must not break the pipeline
-        say(f"alignment skipped: {type(exc).__name__}: {exc}")
-    return pipeline
+        lock.acquire()
+        os.environ[RUN_ENV] = "1"  # Snakemake's jobs inherit it: they are jobs, not hand runs
+        use_dvc = enabled(pipeline.root)
+        if use_dvc:
+            write_dvc_yaml(pipeline)
+        result = plan(pipeline, use_dvc=use_dvc, lock=lock)
+    except SabreError as exc:
+        lock.release()
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    if result.must_run:
+        say(result.summary())
+    return result
 
 
-def vouched_jobs(pipeline: Pipeline, jobs: Sequence[Job], status: Mapping[str, Any]) -> list[Job]:
-    """Jobs DVC finds changed that Snakemake finds up to date (outputs newer than every input):
-    after a successful run Snakemake vouches for them (e.g. a prediction edited by hand, now re-scored)."""
-    return [j for j in jobs if j.name in status and job_times(pipeline.root, j).up_to_date]
-
-
-def after_run(pipeline: Pipeline, success: bool = True) -> None:
-    """Snakefile hook (onsuccess/onerror): ``dvc commit`` the jobs this run completed
-    (after a successful run that did something, also the jobs it vouches for)."""
+def after_run(result: Plan, success: bool = True) -> None:
+    """Snakefile hook (onsuccess/onerror): record in dvc.lock what this run made and what was pending."""
     try:
-        if not _main_process() or not enabled(pipeline.root):
+        if not result.active or not enabled(result.root):
             return
-        jobs = pipeline.jobs()
-        finished = finished_jobs(pipeline, _STARTED_NS, jobs)
-        names = [j.name for j in finished]
-        if success and finished and len(finished) < len(jobs):  # (all finished: none left to vouch for)
-            names += [j.name for j in vouched_jobs(pipeline, jobs, dvc_status(pipeline.root)) if j.name not in names]
-        proc = commit(pipeline.root, names, jobs)
-        if proc is None:
-            return
-        if proc.returncode == 0:
-            say(f"recorded {len(names)} stages in dvc.lock (dvc commit)")
+        names = {*result.must_run, *result.to_commit}
+        if names:
+            say(record(result.pipeline, names, result.lock))
+    except SabreError as exc:
+        say(f"{exc}\n  the outputs are kept; run `sabre recover` to record them")
+    finally:
+        if result.lock is not None:
+            result.lock.release()
+
+
+# ---------------------------------------------------------------------------
+# recover and status (sabre recover / sabre status)
+# ---------------------------------------------------------------------------
+def recover(pipeline: Pipeline) -> list[str]:
+    """After a kill anywhere: temp files removed, a damaged dvc.lock rebuilt, every proven job
+    recorded (so the cache is complete for `dvc push`). Unproven jobs are left for the next run."""
+    root = pipeline.root
+    lines = []
+    lock = RunLock(root)
+    lock.acquire()
+    try:
+        if any((root / ".snakemake" / "locks").glob("*")):
+            # a killed Snakemake leaves its working-directory lock; no Snakemake runs now (we hold
+            # the run lock), so remove it the documented way ("--unlock", Snakemake's CLI reference)
+            exe = Path(sys.executable).parent / "snakemake"
+            subprocess.run([str(exe) if exe.is_file() else "snakemake", "--unlock"], cwd=root,
+                           capture_output=True, text=True, check=False)
+            lines.append("removed the lock a killed Snakemake left (snakemake --unlock)")
+        gone = state.remove_temp_files(root)
+        if gone:
+            lines.append(f"removed {len(gone)} temp files left by a kill")
+        result = plan(pipeline, use_dvc=enabled(root), lock=lock)
+        if enabled(root):
+            proven = set(result.proven) | {"recipes"}
+            lines.append(record(pipeline, proven, lock))
+        if result.must_run:
+            lines.append(f"{len(result.must_run)} jobs still to run: `snakemake --cores 8 all` or `dvc repro`")
         else:
-            say(f"dvc commit failed: {proc.stderr.strip()[-2000:]}")
-    except Exception as exc:
-        say(f"dvc commit skipped: {type(exc).__name__}: {exc}")
-
-
-# ---------------------------------------------------------------------------
-# Checks (sabre dag check)
-# ---------------------------------------------------------------------------
-def snakemake_rules(root: Path) -> list[str]:
-    """``snakemake --list-rules`` (the documented command line)."""
-    exe = Path(sys.executable).parent / "snakemake"
-    proc = subprocess.run(
-        [str(exe) if exe.is_file() else "snakemake", "--list-rules"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-        env=dict(os.environ, **{ENV_SWITCH: "0"}),
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"snakemake --list-rules failed in {root}:\n{proc.stderr[-3000:]}")
-    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-
-
-def dvc_stage_names(root: Path) -> list[str]:
-    """Stage names as DVC renders dvc.yaml for the current params (``dvc stage list --name-only``)."""
-    proc = run_dvc(root, "stage", "list", "--name-only")
-    if proc.returncode != 0:
-        raise RuntimeError(f"dvc stage list failed in {root}:\n{proc.stderr[-3000:]}")
-    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-
-
-def check(root: Path) -> list[str]:
-    """Problems that make the two tools disagree (empty: they agree)."""
-    import yaml
-
-    from .pipeline import STAGES, dvc_yaml_is_fresh
-
-    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
-    pipeline = Pipeline(params, root)
-    problems = []
-    if not dvc_yaml_is_fresh(pipeline):
-        problems.append("dvc.yaml differs from the declaration: regenerate it with `sabre dvc-yaml`")
-    rules = set(snakemake_rules(root)) - {"all", "predict_local"}
-    declared = {s.name for s in pipeline.stages}
-    for name in sorted(rules - {s.name for s in STAGES}):
-        problems.append(f"rule {name} is not in the declaration (sabre_prior.repro.pipeline.STAGES)")
-    for name in sorted(declared - rules):
-        problems.append(f"stage {name} has no Snakemake rule")
-    if is_dvc_project(root) and dvc_command() is not None:
-        expected = {j.name for j in pipeline.jobs()}
-        rendered = set(dvc_stage_names(root))
-        for name in sorted(expected - rendered):
-            problems.append(f"job {name} is not a stage DVC renders")
-        for name in sorted(rendered - expected):
-            problems.append(f"DVC stage {name} is not a job of the declaration")
-    return problems
+            lines.append("every job is up to date")
+    finally:
+        lock.release()
+    return lines

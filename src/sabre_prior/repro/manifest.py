@@ -3,17 +3,16 @@
 It records, deterministically (the same inputs give the same bytes, so DVC can
 track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 
-* ``code``: for each code path (the package, the Snakefile, ``workflow/``) its **git object id**, computed from the working tree's content:
-  what ``git rev-parse <commit>:<path>`` prints for a commit holding that code.
-  This identifies the git commit(s) of the code (``sabre manifest --find-commits``
-  lists them) without storing ``HEAD`` itself: the commit that will hold a
-  result's ``dvc.lock`` does not exist yet when the result is made, and a stored
-  ``HEAD`` would make two runs of identical code differ, so a rebuild could never
-  match the committed ``dvc.lock``.  ``sabre manifest`` prints ``HEAD`` (and
-  whether the code at ``HEAD`` is exactly this code) into its log instead.
+* no code ids and no hash of ``params.yaml``: a code edit or a comment in params.yaml that leaves
+  every output alone leaves the manifest alone too. The code each job ran is in its recipe
+  (``.sabre/recipes/``: git blob ids), so ``sabre manifest --find-commits`` lists the commits
+  holding exactly that code; the commit checked out during the run is in the manifest's log.
 * ``packages``: versions of Python and of the packages the configured models use.
 * ``params``: SHA-256 of ``params.yaml`` as a file.
-* ``data``: per Parquet split, its SHA-256, row count and columns (and for a hub source the commit read).
+* ``dataset``: the source (and its kind and hub revision) the Parquet splits record that they were read
+  from (their schema metadata, written by the fetch step; never ``params.yaml``).
+* ``data``: per Parquet split, its SHA-256, row count and columns (and for a hub source the commit read
+  and the digest of the split's files there).
 * ``models``: per model, its backend, model id and (API models) the decoding
   actually requested (temperature, token limit, reasoning / thinking settings; local models:
   the decoding protocol both local backends apply, see ``models.local_common.Decoding``).
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import contracts as C
+from ..data.parquet import DataIdentity, data_identity, split_identity
 from ..errors import DataError
 from ..io_utils import write_json
 from .. import registry
@@ -132,6 +132,16 @@ def code_ids(root: Path | str = ".", paths: Iterable[str] = CODE_PATHS) -> dict[
     return ids
 
 
+def recipe_code_ids(root: Path | str = ".") -> dict[str, str]:
+    """``{path: git blob id}`` of every module some job ran, from the jobs' recipes (.sabre/recipes/)."""
+    import json
+
+    ids: dict[str, str] = {}
+    for path in sorted((Path(root) / ".sabre" / "recipes").rglob("*.json")):
+        ids.update(json.loads(path.read_text(encoding="utf-8")).get("code", {}))
+    return dict(sorted(ids.items()))
+
+
 def find_commits(root: Path | str, ids: Mapping[str, str], limit: int = 200) -> list[str]:
     """Commits (newest first, among the last ``limit``) whose code has exactly these ids."""
     root = Path(root)
@@ -173,11 +183,11 @@ def parquet_fingerprint(path: Path) -> dict[str, Any]:
         raise DataError(f"{path}: Parquet split not found (run the fetch step first)")
     meta = pq.ParquetFile(path).metadata
     entry = {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
-    from ..data.fetch import parquet_revision
-
-    revision = parquet_revision(path)
-    if revision:  # the hub commit the split was read from (sabre fetch)
-        entry["hub_revision"] = revision
+    identity = split_identity(path, path.stem)
+    if identity.revision:  # the hub commit the split was read from (sabre fetch)
+        entry["hub_revision"] = identity.revision
+    if identity.hub_files:  # digest of the split's files at that commit
+        entry["hub_files"] = identity.hub_files
     return entry
 
 
@@ -227,18 +237,22 @@ def model_entries(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return entries
 
 
+def _dataset_entry(identity: DataIdentity) -> dict[str, Any]:
+    return {"source": identity.source, "kind": identity.kind, "revision": identity.revision}
+
+
 def build_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path, root: Path) -> dict[str, Any]:
     """The manifest as a dict (see the module docstring)."""
     backends = {str(s.get("backend")) for s in (params.get("models") or {}).values()}
     packages = list(CORE_PACKAGES) + [p for b in sorted(backends) for p in BACKEND_PACKAGES.get(b, ())]
     splits = list(params.get("splits") or C.SPLITS)
+    data = {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits}
     return {
         "schema_version": SCHEMA_VERSION,
-        "code": code_ids(root),
         "packages": package_versions(packages),
-        "params": {"path": params_path.name, "sha256": sha256_file(params_path)},
-        "dataset": {"source": params["dataset"]["source"], "revision": params["dataset"].get("revision")},
-        "data": {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits},
+        # what the Parquet files say they were read from (the fetch step's record), not params.yaml
+        "dataset": _dataset_entry(data_identity(data_dir, splits)),
+        "data": data,
         "models": model_entries(params),
     }
 

@@ -1,7 +1,7 @@
 """The pipeline, declared once: every stage's command, inputs, outputs, params and code.
 
 :data:`STAGES` is the single declaration. The Snakemake rules (``workflow/rules/*.smk``) take
-their inputs, outputs, log and shell command from it (:class:`Pipeline`), and ``sabre dvc-yaml``
+their inputs, outputs, log and shell command from it (:class:`Pipeline`), and ``sabre generate``
 renders it into ``dvc.yaml`` (:func:`render_dvc_yaml`): one templated stage per rule (``foreach``
 over ``splits`` or ``models``, ``matrix`` over both), so adding a model to ``params.yaml`` needs
 no regeneration. A test regenerates ``dvc.yaml`` and compares it with the committed file.
@@ -10,18 +10,15 @@ Path templates use ``{model}`` / ``{split}`` for the stage's own item and ``{*mo
 ``{*split}`` for "every model" / "every split": Snakemake expands the starred names into the
 files; DVC depends on (or tracks) the folder above the first starred name.
 
-What each tool sees of a stage:
-
-* DVC: the command, the data deps, the code (``code``: modules and packages of
-  ``sabre_prior``), exactly the params keys the stage reads (``params``).
-* Snakemake (mtime only, see ``profiles/default/config.yaml``): the data inputs, the code
-  files, and a small *stamp* per job (``.sabre/stamps/...``) holding the command and the values of
-  those params keys; :mod:`sabre_prior.repro.dagsync` rewrites a stamp only when its content changes.
+What each tool sees of a job: its data inputs and its *recipe* (``.sabre/recipes/...``,
+:meth:`Pipeline.recipe`: the command, the values of the settings it reads (``params``), the blob
+ids of the code its command imports). DVC depends on the recipe file instead of params and code
+files; Snakemake gets ``ancient()`` inputs or a gate from :mod:`sabre_prior.repro.dagsync`,
+which compares each job's made record with its recipe (docs/orchestration.md).
 
 Where the data comes from depends on ``dataset.source`` (:func:`source_kind`): the demo folder
 ``data/demo`` (stage ``demo_data``), the card and the split's folder of a local mirror, or for a
-hub id the split's files at the resolved revision (in the stamp for Snakemake; for DVC a pinned
-``dataset.revision`` or, unpinned, a fetch stage that always runs, its output kept while it runs).
+hub id the split's files at the resolved revision (their digest is in the fetch job's recipe).
 """
 
 from __future__ import annotations
@@ -34,14 +31,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import contracts as C
+from ..report.style import caption_path
 
 PACKAGE_DIR = "src/sabre_prior"
-STAMP_DIR = ".sabre/stamps"
+STAMP_DIR = ".sabre/recipes"  # one recipe per job (sabre_prior.repro.state)
 LOG_DIR = "results/logs"
-#: Code every ``sabre`` command imports: the core at the package's top level (config fills the
-#: params schema's backend lists from the registry, so every stage reads it).  A stage adds its own
-#: package and the modules it imports from other stages (``code=``).
-BASE_CODE = ("__init__", "cli", "cliargs", "config", "contracts", "errors", "io_utils", "registry", "resources")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _STAR = re.compile(r"\{\*(model|split)\}")
@@ -67,9 +61,7 @@ class Stage:
     cmd: str  # {model}, {split}, {p:<params key>}
     deps: tuple[str, ...]
     outs: tuple[Out, ...]
-    params: tuple[str, ...] = ()
-    code: tuple[str, ...] = ()  # modules/packages of sabre_prior ("data", "inference.prompts"), or project paths (with a "/")
-    files: tuple[str, ...] = ()  # project files read as a whole (params.yaml, Snakefile, workflow)
+    params: tuple[str, ...] = ()  # the settings the job reads ("models.{model}!display_name": without that field)
 
     @property
     def log(self) -> str:
@@ -84,7 +76,9 @@ class Stage:
         return f"{STAMP_DIR}/{self.name}/" + "/".join("{" + o + "}" for o in self.over) + ".json"
 
     def command(self) -> str:
-        return f"{self.cmd} > {self.log} 2>&1"
+        # the CLI writes the stage's log itself (`sabre --log`, as `> log 2>&1` did) and, when the stage
+        # fails, also prints the log's last lines on stderr: `dvc repro` shows why, not only "failed"
+        return "sabre --log " + self.log + self.cmd.removeprefix("sabre")
 
 
 _AGG_PARAMS = ("models", "splits")
@@ -112,7 +106,6 @@ STAGES: tuple[Stage, ...] = (
         deps=(),
         outs=(Out(C.DEMO_DIR, directory=True),),
         params=("dataset.demo.scale", "dataset.demo.seed"),
-        code=("data.commands", "data.demo"),
     ),
     Stage(
         "fetch",
@@ -121,7 +114,6 @@ STAGES: tuple[Stage, ...] = (
         deps=(),  # the source's data: see Pipeline.fetch_inputs / _dvc_fetch
         outs=(Out("data/parquet/{split}.parquet"),),
         params=("dataset.source", "dataset.revision"),
-        code=("data", "inference.prompts"),
     ),
     Stage(
         "predict",
@@ -130,8 +122,7 @@ STAGES: tuple[Stage, ...] = (
         " --output results/predictions/{model}/{split}.jsonl --usage results/usage/{model}/{split}.json",
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
-        params=("models.{model}", "prompt.template"),
-        code=("inference", "data.parquet", "scoring.contract"),
+        params=("models.{model}!display_name", "prompt.template"),
     ),
     Stage(
         "evaluate",
@@ -142,7 +133,6 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/predictions/{model}/{*split}.jsonl", _PARQUET, "results/usage/{model}/{*split}.json"),
         outs=(Out("results/metrics/{model}.json", kind="metric"), Out("results/traces/{model}/{*split}.jsonl")),
         params=("splits",),
-        code=("scoring", "data.parquet", "inference.prompts"),
     ),
     Stage(
         "intervals",
@@ -152,34 +142,33 @@ STAGES: tuple[Stage, ...] = (
         deps=("results/traces/{model}/{*split}.jsonl", "results/metrics/{model}.json"),
         outs=(Out("results/intervals/{model}.json"),),
         params=("splits", *_BOOTSTRAP),
-        code=("analysis", "formatting"),
     ),
     Stage(
         "tables",
         (),
-        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/tables",
-        deps=(_METRICS, _INTERVALS),
+        "sabre tables --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet"
+        " --outdir results/tables",
+        deps=(_METRICS, _INTERVALS, _PARQUET),
         outs=(
             Out("results/tables/main_results.md", report=("Tables", "Main results")),
             Out("results/tables/main_results.csv", report=("Tables", "Main results")),
             Out("results/tables/main_results.tex"),
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
         ),
-        params=(*_AGG_PARAMS, "dataset.source"),
-        code=("report", "formatting"),
+        params=_AGG_PARAMS,  # the data source shown is what the Parquet files record
     ),
     Stage(
         "figures",
         (),
-        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --outdir results/figures",
-        deps=(_METRICS, _INTERVALS),
+        "sabre figures --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet"
+        " --outdir results/figures",
+        deps=(_METRICS, _INTERVALS, _PARQUET),
         outs=tuple(
             Out(f"results/figures/{fig}.{ext}", report=("Figures", "Accuracy") if ext == "png" else None)
             for fig in FIGURES
             for ext in ("png", "pdf")
         ),
-        params=(*_AGG_PARAMS, "dataset.source"),
-        code=("report", "formatting"),
+        params=_AGG_PARAMS,  # the data source shown is what the Parquet files record
     ),
     Stage(
         "compare",
@@ -191,7 +180,6 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/model_comparison.csv"),
         ),
         params=(*_AGG_PARAMS, *_BOOTSTRAP),
-        code=("analysis", "formatting"),
     ),
     Stage(
         "diagnose",
@@ -207,7 +195,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis", "formatting", "data.parquet", "report.plotting"),
+
     ),
     Stage(
         "paper_compare",
@@ -219,7 +207,6 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/paper_comparison.csv"),
         ),
         params=_AGG_PARAMS,
-        code=("analysis", "formatting"),
     ),
     Stage(
         "html_report",
@@ -239,8 +226,7 @@ STAGES: tuple[Stage, ...] = (
             *(f"results/figures/{fig}.png" for fig in REPORT_FIGURES),
         ),
         outs=(Out("results/report/index.html"),),
-        params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
-        code=("analysis", "formatting", "data.parquet", "inference.prompts"),
+        params=(*_AGG_PARAMS, "analysis.report"),  # the data source shown is what the Parquet files record
     ),
     Stage(
         "manifest",
@@ -248,8 +234,7 @@ STAGES: tuple[Stage, ...] = (
         "sabre manifest --output results/manifest.json --data data/parquet",
         deps=(_PARQUET,),
         outs=(Out("results/manifest.json"),),
-        code=("src/sabre_prior",),
-        files=("params.yaml", "Snakefile", "workflow"),
+        params=("models", "splits", "dataset"),
     ),
     Stage(
         "plot_data",
@@ -271,7 +256,6 @@ STAGES: tuple[Stage, ...] = (
             ),
         ),
         params=_AGG_PARAMS,
-        code=("report",),
     ),
 )
 BY_NAME: dict[str, Stage] = {s.name: s for s in STAGES}
@@ -304,44 +288,8 @@ def local_split_folders(source: str, split: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# Paths and code
+# Paths
 # ---------------------------------------------------------------------------
-def code_paths(stage: Stage, root: Path) -> list[str]:
-    """The stage's code as project paths: modules as ``.py`` files, packages and data as folders."""
-    paths = []
-    for name in (*BASE_CODE, *stage.code):
-        if "/" in name:
-            paths.append(name)
-            continue
-        rel = name.replace(".", "/")
-        parts = rel.split("/")
-        for i in range(1, len(parts)):  # importing a.b imports a/__init__.py first
-            paths.append(f"{PACKAGE_DIR}/{'/'.join(parts[:i])}/__init__.py")
-        if (root / PACKAGE_DIR / f"{rel}.py").is_file():
-            paths.append(f"{PACKAGE_DIR}/{rel}.py")
-        else:
-            paths.append(f"{PACKAGE_DIR}/{rel}")
-    seen: dict[str, None] = {}
-    for p in paths:
-        seen.setdefault(p, None)
-    return list(seen)
-
-
-_SKIP = frozenset({"__pycache__", ".snakemake_timestamp"})
-
-
-def tree_files(root: Path, rel: str) -> list[str]:
-    """``rel`` if a file, else every file below it (sorted; caches skipped)."""
-    path = root / rel
-    if path.is_file() or not path.exists():
-        return [rel]
-    out = []
-    for p in sorted(path.rglob("*")):
-        if p.is_file() and not (_SKIP & set(p.relative_to(root).parts)) and p.suffix != ".pyc":
-            out.append(p.relative_to(root).as_posix())
-    return out
-
-
 def expand_star(pattern: str, values: Mapping[str, Sequence[str]]) -> list[str]:
     """``{*model}``/``{*split}`` replaced by every value (the item placeholders are kept)."""
     names = _STAR.findall(pattern)
@@ -386,8 +334,7 @@ class Job:
     command: str
     inputs: tuple[str, ...]  # data inputs, code files, project files
     outputs: tuple[str, ...]
-    stamp: str
-    stamp_content: str
+    stamp: str  # the job's recipe file
 
     @property
     def name(self) -> str:
@@ -404,6 +351,7 @@ class Pipeline:
     root: Path = field(default_factory=Path.cwd)
     _inputs: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
     _jobs: list[Job] | None = field(default=None, repr=False, compare=False)
+    _closure: Any = field(default=None, repr=False, compare=False)
 
     @property
     def models(self) -> list[str]:
@@ -443,15 +391,12 @@ class Pipeline:
             return files
         return []  # hub: the resolved revision is in the job's stamp
 
-    def code_files(self, stage: Stage) -> list[str]:
-        return [f for rel in (*code_paths(stage, self.root), *stage.files) for f in tree_files(self.root, rel)]
-
     def inputs(self, stage: Stage) -> list[str]:
-        """Snakemake input patterns (item placeholders kept as wildcards) of the stage, without its stamp."""
+        """Snakemake input patterns (item placeholders kept as wildcards): the stage's data, not its
+        recipe. Code and params are in the job's recipe (:meth:`recipe`), not among the inputs."""
         cached = self._inputs.get(stage.name)
         if cached is None:
-            data = [p for d in stage.deps for p in expand_star(d, self.values())]
-            cached = self._inputs[stage.name] = [*data, *self.code_files(stage)]
+            cached = self._inputs[stage.name] = [p for d in stage.deps for p in expand_star(d, self.values())]
         return list(cached)
 
     def outputs(self, stage: Stage) -> list[str]:
@@ -483,10 +428,6 @@ class Pipeline:
         inputs = [fill(p) for p in self.inputs(stage)]
         if stage.name == "fetch":
             inputs = [*self.fetch_inputs(item["split"]), *inputs]
-        params = {fill(k): get_param(self.params, fill(k)) for k in stage.params}
-        content: dict[str, Any] = {"command": command, "params": params}
-        if stage.name == "fetch" and self.kind == "hub":
-            content["hub_files"] = None  # filled in by dagsync (the split's files at the resolved commit)
         return Job(
             stage=stage,
             item=tuple((k, item[k]) for k in stage.over),
@@ -494,11 +435,64 @@ class Pipeline:
             inputs=tuple(inputs),
             outputs=tuple(fill(p) for p in self.outputs(stage)),
             stamp=fill(stage.stamp),
-            stamp_content=json.dumps(content, sort_keys=True, indent=1) + "\n",
         )
+
+    def reads(self, job: Job) -> dict[str, Any]:
+        """The values of the settings the job reads (``key!field`` leaves ``field`` out)."""
+        item = dict(job.item)
+        out: dict[str, Any] = {}
+        for key in job.stage.params:
+            key, _, drop = _ITEM.sub(lambda m: item[m.group(1)], key).partition("!")
+            value = get_param(self.params, key)
+            if drop and isinstance(value, Mapping):
+                value = {k: v for k, v in value.items() if k not in drop.split(",")}
+            out[key] = value
+        return out
+
+    def closure(self) -> Any:
+        from .closure import Closure
+
+        if self._closure is None:
+            self._closure = Closure(self.root / "src" if (self.root / PACKAGE_DIR).is_dir() else _installed_src())
+        return self._closure
+
+    def code_start(self, job: Job) -> list[str]:
+        """The modules the job's command imports first: the CLI, the subcommand's module, and for a
+        model's job its backend (reached only through the registry's ``"module:Class"`` strings)."""
+        from ..commandmap import COMMANDS
+
+        sub = job.stage.cmd.split()[1]
+        start = ["sabre_prior.cli", f"sabre_prior.{COMMANDS[sub]}"]
+        model = dict(job.item).get("model")
+        if model is not None and "models.{model}" in " ".join(job.stage.params):
+            from ..registry import SPECS
+
+            spec = SPECS.get(str(self.params["models"][model].get("backend")))
+            if spec is not None:
+                start += [t.split(":")[0] for t in (spec.target, spec.batch) if t]
+        return start
+
+    def recipe(self, job: Job, hub: Mapping[str, Any] | None = None) -> str:
+        """The job's recipe: everything besides its data that its outputs are made from (its command,
+        the settings it reads, the blob ids of the code its command can import, for a hub split the
+        digest of the files it reads at the resolved commit). DVC depends on this file instead of
+        params and code, and Snakemake on its modification time (rewritten only on a change)."""
+        content: dict[str, Any] = {
+            "command": job.command,
+            "reads": self.reads(job),
+            "code": self.closure().code_ids(self.code_start(job)),
+        }
+        if job.stage.name == "fetch" and self.kind == "hub":
+            content["hub"] = dict(hub or {}).get(dict(job.item)["split"])
+        return json.dumps(content, sort_keys=True, indent=1) + "\n"
 
     def all_outputs(self) -> list[str]:
         return [o for job in self.jobs() for o in job.outputs if job.stage.name not in ("demo_data", "fetch")]
+
+
+def _installed_src() -> Path:
+    """The folder holding the imported ``sabre_prior`` package (outside a checkout)."""
+    return Path(__file__).resolve().parents[2]
 
 
 def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] | None = None) -> list[Any]:
@@ -507,8 +501,9 @@ def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] 
     out: list[Any] = []
     for o in stage.outs:
         for path in expand_star(o.path, pipeline.values()):
-            if o.report and report is not None:
-                out.append(report(path, category=o.report[0], subcategory=o.report[1]))
+            if o.report and report is not None:  # captioned by the same text as the HTML report's
+                caption = str(caption_path(Path(path).stem))
+                out.append(report(path, caption=caption, category=o.report[0], subcategory=o.report[1]))
             else:
                 out.append(path)
     return out
@@ -518,14 +513,15 @@ def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] 
 # dvc.yaml
 # ---------------------------------------------------------------------------
 _HEADER = """\
-# GENERATED by `sabre dvc-yaml` from the pipeline's one declaration (src/sabre_prior/repro/pipeline.py)
+# GENERATED by `sabre generate` from the pipeline's one declaration (src/sabre_prior/repro/pipeline.py)
 # and the dataset section of params.yaml. Do not edit: change the declaration and regenerate
 # (a test compares this file with a fresh rendering; the Snakefile regenerates it when
 # dataset.source changes kind).
 #
 # One stage per Snakemake rule, the same `sabre` command; foreach/matrix over params.yaml's
-# models and splits (adding a model needs no regeneration). Each stage depends on its code and
-# exactly the params it reads. Logs (results/logs/) are not outputs: they hold timings.
+# models and splits (adding a model needs no regeneration). Each stage depends on its data and
+# its recipe (.sabre/recipes/, written by the stage `recipes`: the command, the settings it reads,
+# the code it imports; docs/orchestration.md). Logs (results/logs/) are not outputs: they hold timings.
 """
 
 
@@ -540,12 +536,12 @@ def _dvc_text(text: str, over: tuple[str, ...]) -> str:
     return _PARAM.sub(lambda m: "${" + m.group(1) + "}", text)
 
 
-def _dvc_fetch(pipeline: Pipeline) -> tuple[list[str], bool]:
-    """The fetch stage's data deps and whether it must always run (an unpinned hub revision)."""
+def _dvc_fetch(pipeline: Pipeline) -> list[str]:
+    """The fetch stage's data deps (a hub split's files are named by the digest in its recipe)."""
     if pipeline.kind == "demo":
-        return [C.DEMO_DIR], False
+        return [C.DEMO_DIR]
     if pipeline.kind == "hub":
-        return [], not pinned(get_param(pipeline.params, "dataset.revision"))
+        return []
     source = pipeline.source.rstrip("/")
     folders = {s: local_split_folders(pipeline.source, s) for s in pipeline.splits}
     first = pipeline.splits[0]
@@ -554,35 +550,29 @@ def _dvc_fetch(pipeline: Pipeline) -> tuple[list[str], bool]:
         deps = [f"{source}/README.md", *(f"{source}/{t}" if t != "." else source for t in templated)]
     else:  # folders that do not follow one pattern: the whole mirror
         deps = [source]
-    return deps, False
+    return deps
 
 
 def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
+    """A stage's DVC entry: its command, its data deps and its recipe file (no params, no code files:
+    the ``recipes`` stage puts those in the recipe), its outputs."""
     cmd_dir = stage.log.rsplit("/", 1)[0]
     body: dict[str, Any] = {
         "cmd": [_dvc_text(f"mkdir -p {cmd_dir}", stage.over), _dvc_text(stage.command(), stage.over)]
     }
     deps = [dvc_path(d) for d in stage.deps]
-    always = False
     if stage.name == "fetch":
-        data, always = _dvc_fetch(pipeline)
-        deps = [*data, *deps]
-    deps += [*stage.files, *code_paths(stage, pipeline.root)]
+        deps = [*_dvc_fetch(pipeline), *deps]
+    deps.append(stage.stamp)
     body["deps"] = [_dvc_text(d, stage.over) for d in dict.fromkeys(deps)]
-    if stage.params:
-        body["params"] = [_dvc_text(p, stage.over) for p in stage.params]
     outs: dict[str, list[Any]] = {}
     for o in stage.outs:
         path = _dvc_text(dvc_path(o.path), stage.over)
         key = {"out": "outs", "metric": "metrics", "plot": "plots"}[o.kind]
         entry: Any = {path: dict(o.plot)} if o.plot else path
-        if stage.name == "fetch" and pipeline.kind == "hub":  # kept while the stage runs: a split whose
-            entry = {path: {"persist": True}}  # files a new commit left alone keeps its recorded commit
         if entry not in outs.setdefault(key, []):
             outs[key].append(entry)
     body.update(outs)
-    if always:
-        body["always_changed"] = True
     if stage.over == ("split",):
         return {"foreach": "${splits}", "do": body}
     if stage.over == ("model",):
@@ -592,10 +582,22 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     return body
 
 
+def recipes_stage(pipeline: Pipeline) -> dict[str, Any]:
+    """The DVC stage that writes every job's recipe (what Snakemake's planner writes before a run)."""
+    body: dict[str, Any] = {
+        "cmd": "sabre recipes",
+        "deps": ["params.yaml", PACKAGE_DIR],
+        "outs": [STAMP_DIR],
+    }
+    if pipeline.kind == "hub" and not pinned(get_param(pipeline.params, "dataset.revision")):
+        body["always_changed"] = True  # the branch may have moved: resolve it again on every run
+    return body
+
+
 def render_dvc_yaml(pipeline: Pipeline) -> str:
     import yaml
 
-    stages = {s.name: dvc_stage(pipeline, s) for s in pipeline.stages}
+    stages = {"recipes": recipes_stage(pipeline), **{s.name: dvc_stage(pipeline, s) for s in pipeline.stages}}
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when present (the same text, faster)
     text = yaml.dump({"stages": stages}, Dumper=dumper, sort_keys=False, width=120, default_flow_style=False)
     return _HEADER + "\n" + text

@@ -33,32 +33,42 @@
   }
 
   // ---------------------------------------------------------------- overview
+  // a model's colour swatch: the colour (and hatch) it has in every figure (sabre_prior.report.style)
+  const HATCH_CSS = { "///": "repeating-linear-gradient(45deg, transparent 0 2px, rgba(0,0,0,.55) 2px 3px)",
+    "...": "radial-gradient(rgba(0,0,0,.6) 1px, transparent 1.2px) 0 0 / 4px 4px",
+    "xxx": "repeating-linear-gradient(45deg, transparent 0 2px, rgba(0,0,0,.55) 2px 3px), repeating-linear-gradient(-45deg, transparent 0 2px, rgba(0,0,0,.55) 2px 3px)" };
+  function swatch(key) {
+    const m = D.models.find((x) => x.key === key);
+    if (!m) return null;
+    const s = el("span", { class: "swatch", "data-color": m.color, "aria-hidden": "true" });
+    s.style.backgroundColor = m.color;
+    if (m.hatch && HATCH_CSS[m.hatch]) s.style.backgroundImage = HATCH_CSS[m.hatch];
+    return s;
+  }
+  const named = (key) => el("span", { class: "model" }, swatch(key), nameOf(key));
+
+  function dataLine() {
+    const d = D.data, digests = D.splits.map((s) => `${s} ${(d.splits[s] || {}).sha256 ? d.splits[s].sha256.slice(0, 12) : "?"}`);
+    return `Data: ${d.label}` + (d.kind === "demo" ? ` (${d.source})` : "") + (d.revision ? `, revision ${d.revision}` : "") +
+      `; SHA-256 of the Parquet splits read: ${digests.join(", ")}.`;
+  }
+
   function overview() {
-    $("overview-intro").textContent = `Data source: ${D.source}. ${D.models.length} model(s), splits: ${D.splits.join(", ")}. ` +
+    $("overview-intro").textContent = `${dataLine()} ${D.models.length} model(s), splits: ${D.splits.join(", ")}. ` +
       `Intervals: ${level} percentile bootstrap, ${D.resamples} resamples (seed ${D.seed}); pairs are resampled for the paired splits, questions otherwise, each split independently for the macro average.`;
-    const cols = [...D.splits, "macro"];
-    const best = {};
-    for (const c of cols) best[c] = Math.max(...D.models.map((m) => D.intervals[m.key][c].estimate));
-    const rows = D.models.map((m) => {
-      const iv = D.intervals[m.key];
-      const link = el("a", { href: "#questions", "data-model": m.key, class: "model-link" }, m.name);
-      const cells = [link, ...cols.map((c) => {
-        const e = iv[c], d = c === "macro" ? 1 : 0;
-        return el("span", {}, pct(e.estimate, d), " ", el("span", { class: "ci" }, `[${pct(e.low, d)}, ${pct(e.high, d)}]`));
-      })];
-      const tr = { cells, attrs: { "data-model": m.key } };
-      return tr;
-    });
-    table("main-table", ["Model", ...cols.map((c) => c === "macro" ? "Macro avg." : c[0].toUpperCase() + c.slice(1))], rows, [false, ...cols.map(() => true)]);
-    // bold the best estimate per column
-    $("main-table").querySelectorAll("tbody tr").forEach((tr, i) => {
-      cols.forEach((c, j) => { if (D.intervals[D.models[i].key][c].estimate === best[c]) tr.children[j + 1].classList.add("best"); });
-    });
-    $("main-note").textContent = `Accuracy in percent with its ${level} interval in brackets; best per column in bold. Context/texture: strict four-probe pair accuracy.`;
+    // the cells come as text from Python: the rounding and bold rule of main_results.md
+    const T = D.main_table;
+    const t = $("main-table");
+    t.replaceChildren(
+      el("thead", {}, el("tr", {}, el("th", {}, "Model"), T.columns.map((c) => el("th", { "data-col": c.key }, c.title, el("span", { class: "n" }, c.n))))),
+      el("tbody", {}, T.rows.map((r) => el("tr", { "data-model": r.key },
+        el("td", {}, el("a", { href: "#questions", "data-model": r.key, class: "model-link" }, swatch(r.key), nameOf(r.key))),
+        r.cells.map((c) => el("td", { class: "num" + (c.bold ? " best" : "") }, c.text, c.ci ? " " : null, c.ci ? el("span", { class: "ci" }, c.ci) : null))))));
+    $("main-note").textContent = `Accuracy in percent with its ${level} interval in brackets; n under each split: the pairs or questions its score counts. Context/texture: strict four-probe pair accuracy. ${T.note}`;
     $("main-table").querySelectorAll("a.model-link").forEach((a) => a.addEventListener("click", () => { $("q-model").value = a.dataset.model; }));
 
     const figs = $("figures");
-    figs.replaceChildren(...D.figures.map((f) => el("figure", {}, el("img", { src: f.src, alt: f.name }), el("figcaption", {}, f.name))));
+    figs.replaceChildren(...D.figures.map((f) => el("figure", { "data-figure": f.name }, el("img", { src: f.src, alt: f.caption }), el("figcaption", {}, f.caption))));
 
     const pairRows = [], attrRows = [], langRows = [], parseRows = [];
     for (const m of D.models) {
@@ -67,18 +77,18 @@
         const e = dg[s];
         if (!e) continue;
         const p = e.parsing;
-        parseRows.push({ cells: [m.name, s, p.questions, p.missing, p.parse_failures, p.empty_answers, p.wrong_parsed, p.correct] });
+        parseRows.push({ cells: [named(m.key), s, p.questions, p.missing, p.parse_failures, p.empty_answers, p.wrong_parsed, p.correct] });
         if (e.pair_class_counts) {
-          pairRows.push({ cells: [m.name, s, e.pairs, ...CLASSES.map((c) => pct(e.pair_class_counts[c] / e.pairs)), pct(e.yes_rate), pct(e.no_rate)] });
+          pairRows.push({ cells: [named(m.key), s, e.pairs, ...CLASSES.map((c) => pct(e.pair_class_counts[c] / e.pairs)), pct(e.yes_rate), pct(e.no_rate)] });
         }
         if (e.attribute) {
           const a = e.attribute;
-          attrRows.push({ cells: [m.name, a.n, pct(a.exact), pct(a.within_one), a.mae === null ? "-" : a.mae.toFixed(2),
+          attrRows.push({ cells: [named(m.key), a.n, pct(a.exact), pct(a.within_one), a.mae === null ? "-" : a.mae.toFixed(2),
             a.signed_error === null ? "-" : (a.signed_error >= 0 ? "+" : "") + a.signed_error.toFixed(2), `${pct(a.canonical_share)} (n=${a.n_canonical_known})`] });
         }
         if (e.language) {
           const l = e.language;
-          langRows.push({ cells: [m.name, l.n, `${pct(l.suggested_share)} (n=${l.n_suggested_known})`, `${pct(l.unknown_share)} (n=${l.n_unknown_known})`] });
+          langRows.push({ cells: [named(m.key), l.n, `${pct(l.suggested_share)} (n=${l.n_suggested_known})`, `${pct(l.unknown_share)} (n=${l.n_unknown_known})`] });
         }
       }
     }
@@ -91,11 +101,11 @@
     table("comparison-table", ["A", "B", "Split", "n", "A %", "B %", "A - B", "Interval", "A-only", "B-only", "p", "p (Holm)"],
       D.comparison.map((r) => ({
         attrs: Number(r.p_holm) < 0.05 ? { class: "sig" } : {},
-        cells: [nameOf(r.model_a), nameOf(r.model_b), r.split, r.n, r.accuracy_a, r.accuracy_b, (Number(r.difference) >= 0 ? "+" : "") + r.difference,
+        cells: [named(r.model_a), named(r.model_b), r.split, r.n, r.accuracy_a, r.accuracy_b, (Number(r.difference) >= 0 ? "+" : "") + r.difference,
           `[${r.low}, ${r.high}]`, r.a_only || "-", r.b_only || "-", fmtP(r.p_value), fmtP(r.p_holm)],
       })), [false, false, false, true, true, true, true, true, true, true, true, true], "Fewer than two models: nothing to compare.");
     table("paper-table", ["Model", "Paper model", "Metric", "Reported", "Reproduced", "Interval", "Difference", "Inside"],
-      D.paper.map((r) => ({ cells: [nameOf(r.model), r.paper_name, r.metric, r.reported, r.reproduced, `[${r.low}, ${r.high}]`, r.difference, r.inside === "true" ? "yes" : "no"] })),
+      D.paper.map((r) => ({ cells: [named(r.model), r.paper_name, r.metric, r.reported, r.reproduced, `[${r.low}, ${r.high}]`, r.difference, r.inside === "true" ? "yes" : "no"] })),
       [false, false, false, true, true, true, true, false], "No configured model has a paper_name (params.yaml): nothing to compare.");
   }
   function fmtP(p) { const x = Number(p); return x < 0.001 ? "<0.001" : x.toPrecision(3).replace(/\.?0+$/, ""); }

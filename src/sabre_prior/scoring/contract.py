@@ -1,4 +1,4 @@
-"""The official scoring contract (SPEC.md section 4), as small pure functions.
+"""The official scoring contract (docs/benchmark.md, "Scoring"), as small pure functions.
 
 Every ``eval_type`` has one comparison: the prediction and the expected
 answer go through the same normalization and extraction, and the row is
@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import contracts as C
 from ..errors import DataError
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
 
 YES_NO = "yes_no_exact"
 COUNT = "count_exact"

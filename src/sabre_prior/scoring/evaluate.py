@@ -35,6 +35,7 @@ from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
 from ..io_utils import write_json, write_jsonl
 from .contract import resolve_eval_type, score
+from .pairs import group_pairs, pair_correct
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,10 @@ def _reject_constant(name: str) -> Any:
 
 def read_predictions(path: Path, known_ids: set[str]) -> dict[str, Prediction]:
     """Parse one prediction file; raise :class:`PredictionFileError` naming file and line."""
+    if path.is_dir():
+        raise PredictionFileError(
+            f"{path}: is a folder, not a prediction file (expected a JSONL file with one line per question of the split)"
+        )
     if not path.is_file():
         raise PredictionFileError(f"{path}: prediction file not found (expected one line per question of the split)")
     try:
@@ -87,8 +92,33 @@ def read_predictions(path: Path, known_ids: set[str]) -> dict[str, Prediction]:
             raise PredictionFileError(f"{where}: duplicate id {qid!r} (first on line {preds[qid].line})")
         if qid not in known_ids:
             raise PredictionFileError(f"{where}: id {qid!r} is not a question of this split")
+        bad = _lone_surrogate(obj)
+        if bad is not None:
+            raise PredictionFileError(
+                f"{where}: field {bad[0]!r} holds a lone surrogate ({bad[1]}), which is not valid Unicode text "
+                "and cannot be written as UTF-8; write the text as valid UTF-8 (a surrogate pair, or the character itself)"
+            )
         preds[qid] = Prediction(obj[C.PRED_PREDICTION], lineno)
     return preds
+
+
+def _lone_surrogate(obj: Any, field: str = "") -> tuple[str, str] | None:
+    """(field, the escaped code point) of the first lone surrogate in ``obj``'s texts (JSON ``"\\ud800"``
+    decodes to one), else None."""
+    if isinstance(obj, str):
+        for ch in obj:
+            if "\ud800" <= ch <= "\udfff":
+                return field or "<value>", f"\\u{ord(ch):04x}"
+        return None
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        name = f"{field}.{key}" if field else str(key)
+        if isinstance(key, str) and _lone_surrogate(key) is not None:
+            return name, _lone_surrogate(key)[1]  # type: ignore[index]
+        found = _lone_surrogate(value, name)
+        if found is not None:
+            return found
+    return None
 
 
 def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
@@ -103,33 +133,7 @@ def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None
             raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_ID!r} is duplicated")
         seen.add(qid)
     if split in C.PAIRED_SPLITS:
-        _check_pairs(rows, split, data_path)
-
-
-def _check_pairs(rows: list[dict[str, Any]], split: str, data_path: Path) -> None:
-    probes = C.PROBES[split]
-    pairs: dict[str, set[str]] = {}
-    for row in rows:
-        qid, probe, pair_id = row[C.COL_ID], row.get(C.COL_PROBE), row.get(C.COL_PAIR_ID)
-        if probe not in probes:
-            raise DataError(
-                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r} is {probe!r}, "
-                f"expected one of {', '.join(probes)}"
-            )
-        if not isinstance(pair_id, str) or not pair_id:
-            raise DataError(f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PAIR_ID!r} is missing")
-        have = pairs.setdefault(pair_id, set())
-        if probe in have:
-            raise DataError(
-                f"{data_path}: split {split!r}, row {qid!r}: field {C.COL_PROBE!r}: {probe!r} repeated in pair {pair_id!r}"
-            )
-        have.add(probe)
-    for pair_id, have in pairs.items():
-        if len(have) != len(probes):
-            lacking = [p for p in probes if p not in have]
-            raise DataError(
-                f"{data_path}: split {split!r}, pair {pair_id!r}: field {C.COL_PROBE!r}: lacks {', '.join(lacking)}"
-            )
+        group_pairs(rows, split, data_path)
 
 
 def trace_rows(
@@ -179,10 +183,9 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
             C.M_TOTAL: len(traces),
             C.M_MISSING: missing,
         }
-    pair_ok: dict[str, bool] = {}
+    pair_ok = pair_correct(traces, split)
     probe_hits: dict[str, list[int]] = {p: [0, 0] for p in C.PROBES[split]}
     for t in traces:
-        pair_ok[t["pair_id"]] = pair_ok.get(t["pair_id"], True) and t["correct"]
         probe_hits[t["probe"]][0] += t["correct"]
         probe_hits[t["probe"]][1] += 1
     pairs_correct = sum(pair_ok.values())

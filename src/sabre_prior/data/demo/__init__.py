@@ -3,7 +3,7 @@
 :func:`generate` writes a local copy of the hub dataset repo layout::
 
     README.md                      dataset card; YAML front matter declares one config per split
-    data/<split>/metadata.jsonl    one row per question: file_name + the row fields (SPEC.md s.3)
+    data/<split>/metadata.jsonl    one row per question: file_name + the row fields (docs/benchmark.md)
     data/<split>/images/*.jpg      the images, drawn with PIL so the ground truth is visible
 
 ``datasets.load_dataset(<dir>, "<split>", split="test")`` reads it exactly like the hub repo.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ... import contracts as C
 from ...errors import ConfigError, DataError
+from ...io_utils import TEMP_PREFIX
 from .attribute import _attribute_items
 from .context import _context_items
 from .items import IMAGES_DIR, SCALES, Scale, _encode, _Item
@@ -115,7 +116,7 @@ def generate(output: Path, scale: str = "small", seed: int = 0) -> str:
     output = Path(output)
     _check_replaceable(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{output.name}.", suffix=".tmp", dir=output.parent))
     try:
         os.chmod(tmp, 0o755)
         counts = {split: _write_split(tmp, split, sc, seed) for split in C.SPLITS}

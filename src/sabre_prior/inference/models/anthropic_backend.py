@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
 from ..outcomes import classify_anthropic_message, classify_error
-from .base import ApiBackend, Completion, Query
+from .base import ApiBackend, Completion, ImageTokenRule, Query
 from .http import JsonHttp
 from .openai_backend import map_openai_error
 
@@ -41,12 +41,23 @@ for _name in ("anthropic", "httpx", "httpx2", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 
+def anthropic_image_tokens(w: float, h: float) -> int:
+    """w*h/750 after the API's downscale to 1568 px / ~1,600 tokens
+    (https://docs.anthropic.com/en/docs/vision, "Evaluate image size"; docs/api_models.md)."""
+    s = min(1.0, 1568 / max(w, h))
+    return max(1, min(1600, round(w * s * h * s / 750)))
+
+
 class AnthropicBackend(ApiBackend):
     provider: ClassVar[str] = "anthropic"
     sdk_module: ClassVar[str] = "anthropic"
     runtime_module: ClassVar[str] = "httpx2"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})
     default_temperature: ClassVar[float | None] = None
+    image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"anthropic": anthropic_image_tokens}
+    #: 400 invalid_request_error "Output blocked by content filtering policy": this request's content
+    #: was refused (as reported in https://github.com/anthropics/claude-code/issues/43487 and #6195)
+    refusal_phrases: ClassVar[tuple[str, ...]] = ("content filtering policy",)
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)

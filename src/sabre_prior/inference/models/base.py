@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ...errors import BackendError, ConfigError
 from ... import registry
@@ -141,11 +141,24 @@ def status_error(status: int, message: str, headers: Any = None) -> CallError:
     return CallError(text, retryable=False, status=status, kind="bad_request")
 
 
+#: Input tokens of one image (width, height in pixels) by a provider's documented rule.
+ImageTokenRule = Callable[[float, float], int]
+
+
+def generic_image_tokens(w: float, h: float) -> int:
+    """No documented rule found (xAI, Moonshot, local models): Anthropic-like, at least 85."""
+    return max(85, round(w * h / 750))
+
+
 class Backend:
     """Base class of all backends."""
 
     #: "offline" (no cost, no cache needed), "api" or "local".
     kind: ClassVar[str] = "offline"
+    #: provider (``provider`` in params) -> its image-token rule, for the providers this backend's
+    #: protocol reaches (an OpenAI-compatible endpoint does not count images like OpenAI); sources
+    #: beside each rule and in docs/api_models.md.  Others: :func:`generic_image_tokens`.
+    image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {}
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         self.name = name
@@ -165,9 +178,16 @@ class Backend:
         """Values that must never reach a file or log (API keys); the engine redacts them."""
         return []
 
+    @classmethod
+    def image_tokens(cls, provider: str, width: int | None, height: int | None) -> int:
+        """Input tokens of one image by ``provider``'s documented rule (an estimate; 1000 when the size is unknown)."""
+        if not width or not height:
+            return 1000
+        return cls.image_token_rules.get(provider, generic_image_tokens)(float(width), float(height))
+
     def estimate_input_tokens(self, query: "Query", width: int | None, height: int | None) -> int:
         """A rough input-token count (prompt + image) for rate limiting and ``sabre estimate``."""
-        return max(1, len(query.text) // 4) + estimate_image_tokens("generic", width, height)
+        return max(1, len(query.text) // 4) + self.image_tokens("generic", width, height)
 
     # -- calling styles -----------------------------------------------------------
     def complete_batch(self, queries: Sequence[Query]) -> "list[Completion | CallError]":
@@ -235,33 +255,6 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
 )
 
 
-def estimate_image_tokens(provider: str, width: int | None, height: int | None) -> int:
-    """Input tokens of one image by the provider's documented rule (an estimate; sources in docs/api_models.md).
-
-    ``provider`` is the endpoint's provider (``provider`` in params), not the wire
-    protocol: an OpenAI-compatible endpoint does not count images like OpenAI.
-    """
-    if not width or not height:
-        return 1000
-    w, h = float(width), float(height)
-    if provider == "openai":  # high detail: fit 2048x2048, shortest side 768, 170 per 512 tile + 85
-        s = min(1.0, 2048 / max(w, h))
-        w, h = w * s, h * s
-        s = min(1.0, 768 / min(w, h))
-        w, h = w * s, h * s
-        return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-    if provider == "anthropic":  # w*h/750 after the API's downscale to 1568 px / ~1,600 tokens
-        s = min(1.0, 1568 / max(w, h))
-        return max(1, min(1600, round(w * s * h * s / 750)))
-    if provider in ("gemini", "google"):  # 258 per 768x768 tile (258 in all when both sides <= 384)
-        if w <= 384 and h <= 384:
-            return 258
-        return 258 * math.ceil(w / 768) * math.ceil(h / 768)
-    if provider == "alibaba":  # Qwen3.x VL: one token per 32x32 pixels, +2, at most 16,384 per image
-        return min(16384, math.ceil(w / 32) * math.ceil(h / 32) + 2)
-    return max(85, round(w * h / 750))  # no documented rule found (xAI, Moonshot): Anthropic-like
-
-
 class MissingKeyError(BackendError):
     """The environment variable that should hold a model's API key is unset or empty."""
 
@@ -305,6 +298,15 @@ class ApiBackend(Backend):
     extra_settings: ClassVar[frozenset[str]] = frozenset()
     #: temperature sent when the params entry sets none (None: not sent)
     default_temperature: ClassVar[float | None] = 0.0
+    #: lower-case fragments of a 400/403/422 error message that reject this request's content
+    #: (a per-question refusal, :func:`sabre_prior.inference.outcomes.classify_error`), besides
+    #: the ``code``/``type`` values of ``outcomes.MODERATION_CODES`` every protocol shares
+    refusal_phrases: ClassVar[tuple[str, ...]] = ()
+
+    @staticmethod
+    def retry_delay_from_error(error: Any) -> float | None:
+        """Seconds to wait that this protocol puts in an error body (used when no header says)."""
+        return None
 
     COMMON_SETTINGS: ClassVar[frozenset[str]] = frozenset(
         {"backend", "provider", "model_id", "temperature", "max_output_tokens", "extra_body"}
@@ -330,7 +332,7 @@ class ApiBackend(Backend):
         if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
             raise ConfigError(f"models.{name}.temperature must be a number or null, got {temperature!r}")
         self.temperature: float | None = None if temperature is None else float(temperature)
-        max_out = settings.get("max_output_tokens", 64)
+        max_out = settings.get("max_output_tokens", registry.DEFAULT_MAX_OUTPUT_TOKENS)
         if isinstance(max_out, bool) or not isinstance(max_out, int) or max_out < 1:
             raise ConfigError(f"models.{name}.max_output_tokens must be a positive integer, got {max_out!r}")
         self.max_output_tokens: int = max_out
@@ -399,7 +401,7 @@ class ApiBackend(Backend):
         }
 
     def estimate_input_tokens(self, query: "Query", width: int | None, height: int | None) -> int:
-        return max(1, len(query.text) // 4) + estimate_image_tokens(self.provider_name, width, height)
+        return max(1, len(query.text) // 4) + self.image_tokens(self.provider_name, width, height)
 
     # -- SDK clients --------------------------------------------------------------
     #: requests in flight per SDK client: httpx's pool scans every connection for each

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from ... import contracts as C
 from ...errors import ConfigError
-from ..prompts import options_mapping
+from ...options import options_mapping
 from .base import Backend, Completion, Query
 
 log = logging.getLogger(__name__)

@@ -113,15 +113,40 @@ class GeminiBatch:
         responses = (job.dest.inlined_responses if job.dest is not None else None) or []
         errored = sum(1 for r in responses if r.error is not None)
         error = getattr(job, "error", None)
+        message = str(getattr(error, "message", "") or "")
+        if state == "JOB_STATE_FAILED" and not message:
+            message = self.failure_message(batch_id)
         return BatchState(
             status=state,
             ended=state in ENDED,
             total=len(responses),
             succeeded=len(responses) - errored,
             errored=errored,
-            message=str(getattr(error, "message", "") or ""),
+            message=message,
             failed_whole=state == "JOB_STATE_FAILED" and not responses,
         )
+
+    def failure_message(self, batch_id: str) -> str:
+        """The provider's reason for a failed job, read from the job's raw JSON.
+
+        ``batches.get`` answers an Operation whose top-level ``error`` (a google.rpc.Status
+        ``{code, message}``) says why the job failed (https://ai.google.dev/api/batch-mode), but
+        google-genai drops it for the Gemini Developer API: ``batches.py`` ``_BatchJob_from_mldev``
+        copies ``name`` and ``metadata.*`` only, while ``_BatchJob_from_vertex`` copies ``error``.
+        So the same GET is made through the SDK's own client (its auth, base URL and API
+        version: ``BaseApiClient.request``, as ``Batches.get`` does) and the field read from it.
+        """
+        path = batch_id if batch_id.startswith("batches/") else f"batches/{batch_id}"
+        try:
+            response = self.client._api_client.request("get", path, {}, None)  # noqa: SLF001 - see above
+            raw = json.loads(response.body or "{}")
+        except Exception as exc:  # noqa: BLE001 - the reason is extra; the job is failed either way
+            return f"the provider's reason could not be read ({type(exc).__name__}: {exc})"
+        error = raw.get("error") or (raw.get("metadata") or {}).get("error") or {}
+        if not isinstance(error, dict) or not error.get("message"):
+            return "the provider gave no reason"
+        code = f" (google.rpc code {error['code']})" if error.get("code") is not None else ""
+        return f"{error['message']}{code}"
 
     def results(self, batch_id: str, state: BatchState) -> Iterator[tuple[str, Completion | CallError]]:
         job = self._get(batch_id)

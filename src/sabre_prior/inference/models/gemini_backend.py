@@ -17,17 +17,49 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
-from ..outcomes import call_error_from_exception, classify_gemini_response
-from .base import ApiBackend, CallError, Completion, Query
+from ..outcomes import call_error_from_exception, classify_error, classify_gemini_response, parse_duration
+from .base import ApiBackend, CallError, Completion, ImageTokenRule, Query
 
 for _name in ("google_genai", "google.genai", "httpx", "httpx2", "httpcore", "aiohttp"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 
+def gemini_retry_delay(error: Any) -> float | None:
+    """``google.rpc.RetryInfo.retryDelay`` from a Gemini error's ``details``
+    (https://ai.google.dev/gemini-api/docs/rate-limits; https://cloud.google.com/apis/design/errors#error_details)."""
+    details = error.get("details") if isinstance(error, Mapping) else getattr(error, "details", None)
+    if not isinstance(details, (list, tuple)):
+        return None
+    for d in details:
+        if isinstance(d, Mapping) and str(d.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            delay = d.get("retryDelay") or d.get("retry_delay")
+            if isinstance(delay, Mapping):  # {"seconds": 37, "nanos": 0}
+                return float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9
+            if delay is not None:
+                return parse_duration(str(delay))
+    return None
+
+
+def gemini_image_tokens(w: float, h: float) -> int:
+    """258 per 768x768 tile, 258 in all when both sides <= 384 (Gemini token guide; docs/api_models.md)."""
+    if w <= 384 and h <= 384:
+        return 258
+    return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+
+
 def map_gemini_error(exc: BaseException) -> CallError:
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and not isinstance(code, bool) and hasattr(exc, "details"):
+        # google-genai errors.APIError: the HTTP status in ``code``, the error body in ``details``,
+        # the google.rpc status name in ``status``
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        status = getattr(exc, "status", None)
+        message = f"{status + ': ' if status else ''}{getattr(exc, 'message', None) or str(exc)}"
+        return classify_error("gemini", code, getattr(exc, "details", None), headers, message, "google")
     err = call_error_from_exception(exc, "gemini", "google")
     if err is not None:
         return err
@@ -43,6 +75,8 @@ class GeminiBackend(ApiBackend):
     provider: ClassVar[str] = "gemini"
     sdk_module: ClassVar[str] = "google.genai"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})
+    image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"gemini": gemini_image_tokens, "google": gemini_image_tokens}
+    retry_delay_from_error = staticmethod(gemini_retry_delay)
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)

@@ -20,7 +20,7 @@ from .base import OPERATIONAL_KEYS, Backend, Completion, Query
 
 T = TypeVar("T")
 
-DEFAULT_MAX_NEW_TOKENS = 64  # the authors' screening client: at most 64 output tokens
+DEFAULT_MAX_NEW_TOKENS = registry.DEFAULT_MAX_OUTPUT_TOKENS  # ``max_output_tokens``, the one name for API and local models
 DEFAULT_BATCH_SIZE = 16  # as the engine's default chunk for batch backends
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 #: Version of the decoding protocol (:class:`Decoding`); part of every local model's cache identity.
@@ -135,7 +135,7 @@ class LocalSettings:
             dtype=dtype,
             device=device,
             batch_size=pos_int("batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE,
-            max_new_tokens=pos_int("max_new_tokens", DEFAULT_MAX_NEW_TOKENS) or DEFAULT_MAX_NEW_TOKENS,
+            max_new_tokens=pos_int("max_output_tokens", DEFAULT_MAX_NEW_TOKENS) or DEFAULT_MAX_NEW_TOKENS,
             gpus=gpus,
             tensor_parallel_size=pos_int("tensor_parallel_size", None),
             max_model_len=pos_int("max_model_len", None),
@@ -269,6 +269,11 @@ def local_cache_identity(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Settings that change a local model's answers (for the response journal):
     ``settings`` less the hardware and scheduling keys, with the defaults filled in."""
     identity = {k: v for k, v in sorted(settings.items()) if k not in HARDWARE_KEYS}
+    # the limit enters the key under the name local models gave it before ``max_output_tokens``
+    # became the one name: the journal keeps the answers given before the rename
+    if "max_output_tokens" in identity:
+        identity["max_new_tokens"] = identity.pop("max_output_tokens")
+    identity = dict(sorted(identity.items()))
     identity.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
     identity.setdefault("dtype", "auto")
     # answers made before the shared protocol (checkpoint generation defaults applied) are not reused

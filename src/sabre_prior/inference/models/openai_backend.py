@@ -26,12 +26,13 @@ import base64
 import inspect
 import json
 import logging
+import math
 import os
 from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
 from ..outcomes import call_error_from_exception, classify_error, classify_openai_chat
-from .base import ApiBackend, CallError, Completion, Query
+from .base import ApiBackend, CallError, Completion, ImageTokenRule, Query
 from .http import JsonHttp
 
 #: the SDK's default endpoint (``OPENAI_BASE_URL`` overrides it, as for the SDK)
@@ -61,11 +62,29 @@ def map_openai_error(exc: BaseException, protocol: str = "openai", provider: str
     return CallError(f"malformed response ({name}: {exc})", retryable=True, kind="malformed")
 
 
+def openai_image_tokens(w: float, h: float) -> int:
+    """OpenAI, high detail: fit 2048x2048, shortest side 768, 170 per 512 tile + 85
+    (OpenAI vision guide, "Calculating costs"; docs/api_models.md)."""
+    s = min(1.0, 2048 / max(w, h))
+    w, h = w * s, h * s
+    s = min(1.0, 768 / min(w, h))
+    w, h = w * s, h * s
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def qwen_vl_image_tokens(w: float, h: float) -> int:
+    """Alibaba Qwen3.x VL: one token per 32x32 pixels, +2, at most 16,384 per image (Model Studio
+    vision guide, "Up to 16,384 per image"; the 32-px patch as docs/api_models.md explains)."""
+    return min(16384, math.ceil(w / 32) * math.ceil(h / 32) + 2)
+
+
 class OpenAIBackend(ApiBackend):
     provider: ClassVar[str] = "openai"
     sdk_module: ClassVar[str] = "openai"
     runtime_module: ClassVar[str] = "httpx2"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"reasoning_effort", "max_tokens_field", "image_detail"})
+    #: OpenAI-compatible providers without a rule here (xAI, Moonshot) use the generic one
+    image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"openai": openai_image_tokens, "alibaba": qwen_vl_image_tokens}
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         super().__init__(name, settings)

@@ -4,7 +4,7 @@ The model is read by hub id from the local cache (or from a local directory)
 with ``AutoProcessor`` and ``AutoModelForImageTextToText``; each question is one
 conversation (image, then prompt) rendered by the processor's chat template,
 answered with the shared decoding protocol (:class:`~.local_common.Decoding`:
-greedy, at most ``max_new_tokens`` tokens, ``repetition_penalty`` 1.0 unless
+greedy, at most ``max_output_tokens`` tokens, ``repetition_penalty`` 1.0 unless
 set, the checkpoint's generation defaults overridden) in left-padded batches
 of ``batch_size``. ``check_ready`` loads the processor first (seconds, no
 weights) and stops with one line naming a missing package or setting.
@@ -12,7 +12,7 @@ weights) and stops with one line naming a missing package or setting.
 Settings (``models.<name>`` in params.yaml): ``model_id`` (required),
 ``revision``, ``dtype`` (auto/bfloat16/float16/float32), ``device``
 (auto/cpu/cuda/cuda:N), ``gpus`` (> 1 spreads the model with
-``device_map="auto"``), ``batch_size`` (default 16), ``max_new_tokens``
+``device_map="auto"``), ``batch_size`` (default 16), ``max_output_tokens``
 (default 64), ``trust_remote_code``, ``allow_download``, ``system_prompt``,
 ``processor_kwargs`` / ``model_kwargs`` (passed to ``from_pretrained``, e.g.
 ``{max_pixels: 1003520}`` for Qwen2.5-VL or ``{attn_implementation: sdpa}``),

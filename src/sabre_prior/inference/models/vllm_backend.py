@@ -19,7 +19,7 @@ processor pre-flight as the transformers backend (seconds, no weights).
 Settings (``models.<name>`` in params.yaml): ``model_id`` (required),
 ``revision``, ``dtype``, ``tensor_parallel_size`` (default: ``gpus``),
 ``max_model_len``, ``gpu_memory_utilization``, ``max_num_seqs``,
-``enforce_eager``, ``max_new_tokens`` (default 64), ``trust_remote_code``,
+``enforce_eager``, ``max_output_tokens`` (default 64), ``trust_remote_code``,
 ``allow_download``, ``system_prompt``, ``repetition_penalty``, ``chat_template``,
 ``processor_kwargs`` (vLLM's
 ``mm_processor_kwargs``), ``model_kwargs`` (more ``LLM(...)`` engine

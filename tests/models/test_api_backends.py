@@ -1,4 +1,10 @@
-"""The behaviour every API backend must show against the fake server (shared by the three test files)."""
+"""The behaviour every API backend shows against its fake server, through its real SDK.
+
+One suite, run over every ``api`` backend of the registry (``sabre_prior.registry``): a new
+provider's backend is tested here as soon as its registry entry and its fake protocol
+(``tests/servers/protocols.py``) exist.  What only one provider sends on the wire is tested
+in ``tests/models/test_<backend>_backend.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,37 @@ from typing import Any
 
 import pytest
 
+from sabre_prior import registry
 from sabre_prior.errors import BackendError, ConfigError
 from sabre_prior.inference.predict import predict_split
 from sabre_prior.inference.models.base import CallError, Completion, create_backend
 from tests.servers import FakeServer, content_key, fake_answer
 from tests.servers.dataset import jpeg, write_split
-from tests.servers.fixtures import FAULT_KINDS, KEY_ENV, YES_NO_TEXT, expected_answers, model_settings, one_call
+from tests.servers.fixtures import (  # noqa: F401  (fixtures)
+    BACKENDS,
+    FAULT_KINDS,
+    KEY_ENV,
+    YES_NO_TEXT,
+    api_key,
+    expected_answers,
+    model_settings,
+    one_call,
+    server,
+)
+from tests.servers.protocols import PROTOCOLS
 
 
-def check_answer_and_usage(server: FakeServer, backend: str) -> None:
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_every_api_backend_of_the_registry_has_a_fake_protocol() -> None:
+    assert BACKENDS == registry.names("api") and len(BACKENDS) >= 3
+    assert set(BACKENDS) <= set(PROTOCOLS), "a new API backend needs its fake protocol in tests/servers/protocols.py"
+
+
+def test_answer_and_usage(server: FakeServer, backend: str) -> None:
     image = jpeg(11)
     result = one_call(server, backend, image=image)
     assert isinstance(result, Completion), result
@@ -27,7 +55,8 @@ def check_answer_and_usage(server: FakeServer, backend: str) -> None:
     assert (result.input_tokens, result.output_tokens) == (call.input_tokens, call.output_tokens)
 
 
-def check_fault(server: FakeServer, backend: str, fault: str) -> None:
+@pytest.mark.parametrize("fault", sorted(FAULT_KINDS))
+def test_fault_mapping(server: FakeServer, backend: str, fault: str) -> None:
     kw: dict[str, Any] = {"retry_after": 7} if fault == "429" else {}
     if fault == "stall":
         kw["stall_s"] = 4.0
@@ -43,13 +72,13 @@ def check_fault(server: FakeServer, backend: str, fault: str) -> None:
     assert len(server.calls) == 1, "the SDK's own retries must be off"
 
 
-def check_empty_answer_is_returned_as_empty(server: FakeServer, backend: str) -> None:
+def test_empty_answer(server: FakeServer, backend: str) -> None:
     server.add_fault("empty", first_attempts=10)
     result = one_call(server, backend)
     assert isinstance(result, Completion) and result.text == ""
 
 
-def check_end_to_end(tmp_path: Path, server: FakeServer, backend: str) -> None:
+def test_end_to_end(tmp_path: Path, server: FakeServer, backend: str) -> None:
     """A split with a few faults: every question answered exactly once, usage adds up."""
     data = tmp_path / "context.parquet"
     write_split(data, "context", 12)
@@ -79,13 +108,13 @@ def check_end_to_end(tmp_path: Path, server: FakeServer, backend: str) -> None:
     assert all(c.api_key is not None for c in server.calls)
 
 
-def check_missing_key(server: FakeServer, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_key(server: FakeServer, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     b = create_backend("m", model_settings(server, backend))
     with pytest.raises(BackendError, match=KEY_ENV):
         b.check_ready()
 
 
-def check_unknown_setting(server: FakeServer, backend: str) -> None:
+def test_unknown_setting(server: FakeServer, backend: str) -> None:
     with pytest.raises(ConfigError, match="tempreature"):
         create_backend("m", model_settings(server, backend, tempreature=0))

@@ -1,0 +1,104 @@
+"""The settings of params.yaml that can be checked before anything runs, beyond the schema.
+
+Called when the DAG is built (the Snakefile, after :func:`sabre_prior.config.validate_params`)
+and by ``sabre check-config``, so that a bad template name, backend setting, model id or local
+path stops the run before Snakemake plans it or deletes any output.  Kept out of
+:mod:`sabre_prior.config` (which every command imports) because it reads the backends' own checks.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+
+def validate_for_run(params: Mapping[str, Any], source: str = "params.yaml") -> None:
+    """The schema (:func:`~sabre_prior.config.validate_params`), then :func:`check_settings`."""
+    from .config import validate_params
+
+    validate_params(params, source)
+    check_settings(params, source)
+
+
+#: A Hugging Face repo id (``org/name`` or ``name``), as the hub accepts them.
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith((".", "/", "~")) or value.count("/") > 1 or "\\" in value
+
+
+def model_id_problem(backend: str, model_id: Any) -> str | None:
+    """What is wrong with the form of a model's ``model_id`` (None: nothing), without any network."""
+    from . import registry
+
+    if not isinstance(model_id, str) or not model_id.strip():
+        return "must be a non-empty text"
+    if model_id != model_id.strip() or any(ch.isspace() for ch in model_id):
+        return f"{model_id!r} contains white space"
+    if registry.kind_of(backend) == "local":
+        if _looks_like_path(model_id):
+            if not Path(model_id).expanduser().is_dir():
+                return f"{model_id!r} looks like a local model directory, but there is no such directory"
+        elif not _HUB_ID.match(model_id):
+            return f"{model_id!r} is neither a Hugging Face model id (org/name) nor an existing local directory"
+    return None
+
+
+def check_settings(params: Mapping[str, Any], source: str = "params.yaml") -> None:
+    """Every setting that can be checked without running a job (called with the schema check, so at
+    DAG-build time too, before Snakemake plans or deletes anything): the prompt templates, each
+    backend's settings as its code reads them, the form of model ids and the local dataset path.
+
+    Raises one :class:`ConfigError` listing every problem, each naming its field.
+    """
+    from . import registry
+    from .inference.engine import EngineSettings
+    from .inference.prompts import ImagePolicy, template_version
+
+    problems: list[str] = []
+
+    def check(call: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            call(*args, **kwargs)
+        except ConfigError as exc:
+            problems.append(str(exc))
+
+    prompt = params.get("prompt") or {}
+    if "template" in prompt:
+        check(lambda: _template(template_version, prompt["template"], "prompt.template"))
+    data = params.get("dataset") or {}
+    src = str(data.get("source") or "")
+    if src and src != "demo" and _looks_like_path(src) and not Path(src).expanduser().is_dir():
+        problems.append(f"dataset.source: local dataset directory {src!r} not found (a hub repo id, an existing directory or demo)")
+    for name, settings in (params.get("models") or {}).items():
+        if not isinstance(settings, Mapping):
+            continue
+        backend = str(settings.get("backend"))
+        kind = registry.kind_of(backend)
+        if "prompt_template" in settings:
+            check(lambda: _template(template_version, settings["prompt_template"], f"models.{name}.prompt_template"))
+        if "model_id" in settings:
+            why = model_id_problem(backend, settings.get("model_id"))
+            if why:
+                problems.append(f"models.{name}.model_id: {why}")
+        check(ImagePolicy.from_settings, settings, name)
+        check(registry.price_values, settings, name)
+        if kind in ("api", "local"):
+            check(EngineSettings.from_settings, settings, name, kind=kind)
+        if kind == "local":
+            from .inference.models.local_common import LocalSettings
+
+            check(LocalSettings.from_settings, name, settings)
+    if problems:
+        raise ConfigError("\n".join([f"{source}: invalid configuration:", *(f"  - {p}" for p in problems)]))
+
+
+def _template(version: Any, template: Any, field: str) -> None:
+    try:
+        version(str(template))
+    except ConfigError as exc:
+        raise ConfigError(f"{field}: {exc}") from None
