@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import __version__
 from .cliargs import add_params
 from .errors import SabreError
 
@@ -49,6 +48,21 @@ REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_check_confi
 from .commandmap import COMMANDS  # noqa: E402  (subcommand -> its module; the pipeline's recipes read it too)
 
 
+class _Version(argparse.Action):
+    """``--version``, reading the package metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: str = argparse.SUPPRESS,
+                 help: str | None = None) -> None:  # fmt: skip
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        from . import __version__
+
+        print(f"sabre {__version__}")
+        parser.exit()
+
+
 def command_modules(argv: Sequence[str]) -> list[str]:
     """The modules ``argv`` needs: the requested subcommand's only, or all of them (help, unknown)."""
     args = list(argv)
@@ -73,7 +87,7 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
         help="write everything the command prints to FILE (as `> FILE 2>&1` would) and, when it fails, also "
         "print the last lines of FILE on the terminal (the pipeline's stages use this; default: print to the terminal)",
     )
-    parser.add_argument("--version", action="version", version=f"sabre {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in dict.fromkeys(COMMANDS.values()) if modules is None else modules:
         registrars = REGISTRARS if module == "cli" else importlib.import_module(f"{__package__}.{module}").REGISTRARS

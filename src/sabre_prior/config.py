@@ -187,10 +187,46 @@ def read_params_file(path: str | Path = "params.yaml") -> dict[str, Any]:
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read and validate ``params.yaml``."""
+    """Read and validate ``params.yaml`` (a file validated before, byte for byte, is not validated again)."""
     params = read_params_file(path)
-    validate_params(params, str(path))
+    marker = _validated_marker(Path(path).read_bytes())
+    if marker is None or not marker.is_file():
+        validate_params(params, str(path))
+        _remember(marker)
     return params
+
+
+#: where a successful validation is remembered (by the hash of the file, the schema and the validating code)
+VALIDATED_DIR = Path(".sabre") / "cache" / "validated-params"
+
+
+def _validated_marker(raw: bytes) -> Path | None:
+    """The marker file of one successful validation of exactly these bytes by exactly this schema and code.
+
+    Importing jsonschema and validating take about 0.1 s, a fifth of the start-up budget of
+    ``sabre predict`` (docs/performance.md); a file validated before need not be again.
+    """
+    import hashlib
+
+    from . import registry
+
+    h = hashlib.sha256(raw)
+    try:
+        for f in (schema_path(), Path(__file__), Path(registry.__file__)):
+            h.update(f.read_bytes())
+    except OSError:
+        return None
+    return VALIDATED_DIR / h.hexdigest()
+
+
+def _remember(marker: Path | None) -> None:
+    if marker is None:
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:  # a read-only project: validate every time
+        pass
 
 
 def model_settings(params: Mapping[str, Any], model: str, source: str = "params.yaml") -> dict[str, Any]:

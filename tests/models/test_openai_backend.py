@@ -30,7 +30,7 @@ def test_compatible_servers_can_use_max_tokens(server: FakeServer) -> None:
 
 
 def test_raw_body_and_sdk_create_send_the_same_request(server: FakeServer) -> None:
-    """The fast path (body assembled here, image spliced in) and chat.completions.create agree."""
+    """The lean HTTP path (body assembled here, image spliced in) and the SDK's chat.completions.create agree."""
     import asyncio
 
     from sabre_prior.inference.models.base import Query, create_backend
@@ -41,9 +41,10 @@ def test_raw_body_and_sdk_create_send_the_same_request(server: FakeServer) -> No
     query = Query(id="q", split="s", text='Question: "quoted" ünï\n\nAnswer with only yes or no.', image=jpeg(5),
                   image_mime="image/jpeg")
     answers = []
-    for raw in (True, False):
+    for lean in (True, False):
         backend = create_backend("m", model_settings(server, BACKEND, extra_body={"seed": 3}, reasoning_effort="low"))
-        backend._raw_post = raw
+        backend.via_sdk = not lean
+        backend._raw_post = False  # the SDK's own request building
 
         async def go(b):
             try:

@@ -153,12 +153,20 @@ class FakeServer:
     #: per model id: (reasoning tokens, reported apart), overriding the two settings above
     reasoning_by_model: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
+    #: requests per second allowed (None: no limit): a token bucket holding one second's worth (at least
+    #: one request), refilled continuously.  Both OpenAI and Anthropic document that a per-minute limit
+    #: may be enforced over shorter periods (60 RPM as 1 request per second) and Anthropic that its limits
+    #: are a continuously replenished token bucket (https://platform.openai.com/docs/guides/rate-limits,
+    #: https://docs.anthropic.com/en/api/rate-limits).  Above it: 429 with the protocol's headers
+    #: (protocols.rate_limited); every answer carries the headers too (protocols.rate_limit_headers).
+    rate_limit: float | None = None
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
     port: int = 0
 
     def __post_init__(self) -> None:
+        self._bucket = [0.0, 0.0]  # level, time of the last refill (set when the first request comes)
         self._attempts: Counter[tuple[str, str]] = Counter()  # (content key, model id) -> attempts
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -185,6 +193,7 @@ class FakeServer:
             self.calls.clear()
             self._attempts.clear()
             self.max_in_flight = self.in_flight
+            self._bucket = [0.0, 0.0]
 
     def url(self, protocol: str = "openai") -> str:
         base = f"http://127.0.0.1:{self.port}"
@@ -270,6 +279,11 @@ class FakeServer:
             if self.keep_bodies:
                 call.body = _strip_images(payload)
             call.model = model
+            limit = self._take_token() if self.rate_limit else None
+            if limit is not None and limit[0] < 0:  # over the limit: 429 at once, as a provider's edge answers
+                call.status, call.fault = 429, "rate_limited"
+                level, full_in, next_in = -limit[0] - 1, limit[1], limit[2]
+                return P.rate_limited(proto.name, self.rate_limit * 60, level, full_in, next_in)  # type: ignore[operator]
             call.key = content_key(text, image)
             with self._lock:
                 self._attempts[(call.key, model)] += 1
@@ -291,11 +305,29 @@ class FakeServer:
             resp = proto.ok(model, answer, call.input_tokens, call.output_tokens, **reasoning)
             call.output_tokens += reasoning.get("reasoning", 0)
             call.status = 200
+            if limit is not None:
+                resp.headers.update(P.rate_limit_headers(proto.name, self.rate_limit * 60, limit[0], limit[1], False))  # type: ignore[operator]
             return resp
         finally:
             call.end = time.monotonic()
             with self._lock:
                 self.in_flight -= 1
+
+    def _take_token(self) -> tuple[float, float, float]:
+        """Take one request from the bucket: (remaining, seconds until full, seconds until the next
+        request); remaining is ``-(level + 1)`` when none was left."""
+        rate = float(self.rate_limit)  # type: ignore[arg-type]
+        cap = max(1.0, rate)
+        now = time.monotonic()
+        with self._lock:
+            level, t = self._bucket
+            level = cap if t == 0.0 else min(cap, level + (now - t) * rate)
+            ok = level >= 1.0
+            if ok:
+                level -= 1.0
+            self._bucket = [level, now]
+        full_in, next_in = (cap - level) / rate, max(0.0, (1.0 - level) / rate)
+        return (level if ok else -(level + 1)), full_in, next_in
 
     def _reasoning(self, model: str = "") -> dict[str, Any]:
         tokens, apart = self.reasoning_by_model.get(model, (self.reasoning_tokens, self.reasoning_apart))

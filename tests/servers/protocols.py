@@ -315,3 +315,58 @@ def protocol_for(path: str) -> Protocol | None:
     if path.endswith(":generateContent") and "/models/" in path:
         return GEMINI
     return None
+
+
+# -- a provider's request limit, enforced -------------------------------------------------------
+def _duration(seconds: float) -> str:
+    """A Go-style duration as OpenAI sends it ("20ms", "1s", "6m0s")."""
+    if seconds < 1:
+        return f"{max(0, round(seconds * 1000))}ms"
+    m, s = divmod(seconds, 60)
+    return f"{int(m)}m{s:.3g}s" if m else f"{s:.3g}s"
+
+
+def rate_limit_headers(protocol: str, per_minute: float, remaining: float, full_in_s: float, limited: bool) -> dict[str, str]:
+    """The rate-limit headers a provider sends with every response (and on a 429).
+
+    OpenAI: ``x-ratelimit-limit-requests`` (per minute), ``x-ratelimit-remaining-requests``,
+    ``x-ratelimit-reset-requests`` (a duration until the limit is back to full)
+    (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers); no
+    ``retry-after`` is documented there.  Anthropic: ``anthropic-ratelimit-requests-limit`` /
+    ``-remaining`` / ``-reset`` (RFC 3339 time of full replenishment) on every response and
+    ``retry-after`` (seconds) on a 429 (https://docs.anthropic.com/en/api/rate-limits#response-headers).
+    Gemini documents no such headers (https://ai.google.dev/gemini-api/docs/rate-limits): none.
+    """
+    if protocol == "openai":
+        return {
+            "x-ratelimit-limit-requests": str(round(per_minute)),
+            "x-ratelimit-remaining-requests": str(int(remaining)),
+            "x-ratelimit-reset-requests": _duration(full_in_s),
+        }
+    if protocol == "anthropic":
+        when = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=full_in_s)
+        headers = {
+            "anthropic-ratelimit-requests-limit": str(round(per_minute)),
+            "anthropic-ratelimit-requests-remaining": str(int(remaining)),
+            "anthropic-ratelimit-requests-reset": when.isoformat().replace("+00:00", "Z"),
+        }
+        if limited:
+            headers["retry-after"] = str(max(1, round(full_in_s)))  # whole seconds, as the docs show
+        return headers
+    return {}
+
+
+def rate_limited(protocol: str, per_minute: float, remaining: float, full_in_s: float, next_in_s: float) -> web.Response:
+    """The 429 of an exhausted request limit, with the protocol's documented body and headers."""
+    headers = rate_limit_headers(protocol, per_minute, remaining, full_in_s, True)
+    if protocol == "openai":  # https://platform.openai.com/docs/guides/error-codes (429 "Rate limit reached for requests")
+        err = {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
+        return _json(err, 429, headers)
+    if protocol == "anthropic":  # https://docs.anthropic.com/en/api/errors (429 rate_limit_error)
+        err = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}}
+        return _json(err, 429, headers)
+    # Gemini: RESOURCE_EXHAUSTED with google.rpc.RetryInfo (https://ai.google.dev/gemini-api/docs/rate-limits,
+    # https://cloud.google.com/apis/design/errors#error_details)
+    err = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED",
+                     "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{max(0.001, next_in_s):.3f}s"}]}}  # fmt: skip
+    return _json(err, 429)

@@ -44,7 +44,9 @@ def iter_rows(path: str | Path, *, with_images: bool = True, batch_size: int = 6
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: split file not found (run the fetch step first: snakemake --cores 1 {p})")
-    pf = pq.ParquetFile(p)
+    # a buffered stream, no pre-buffering: the first rows come without reading the whole row group,
+    # and memory stays flat in the number of rows (images are not all held at once)
+    pf = pq.ParquetFile(p, buffer_size=1 << 20, pre_buffer=False) if with_images else pq.ParquetFile(p)
     columns = None if with_images else [c for c in pf.schema_arrow.names if c != C.COL_IMAGE]
     for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
         for row in batch.to_pylist():

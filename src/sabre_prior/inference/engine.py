@@ -33,24 +33,28 @@ is never an answer: it is returned with its reason in
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Sized
 
 from ..errors import ConfigError
 from .journal import Journal, is_refusal
 from .models.base import Backend, CallError, Completion, Query
 from .outcomes import EMPTY, FAILURE, REFUSAL, budget_spent
-from .ratelimit import RateLimiter
+from .ratelimit import FileStore, MemoryStore, RateLimiter
 from .usage import RunStats
 
 log = logging.getLogger(__name__)
 
 #: The async path reads and prepares this many questions between two chances for the workers to send.
 PRODUCER_CHUNK = 8
+#: Questions read ahead per worker: the queue is bounded so that memory stays flat in N (images are not all held).
+QUEUE_PER_WORKER = 2
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,13 @@ class EngineResult:
     spent: list[dict[str, Any]] = field(default_factory=list)  # journaled spend of failed questions
     aborted: str | None = None  # set when a fatal error stopped the run
     wall_s: float = 0.0
+
+
+def without_image(item: WorkItem) -> WorkItem:
+    """The item with its image bytes dropped (what is kept once its call is over)."""
+    if not item.query.image:
+        return item
+    return dataclasses.replace(item, query=dataclasses.replace(item.query, image=b""))
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
@@ -261,8 +272,11 @@ class Engine:
         progress: bool = True,
         journal_fields: Mapping[str, Any] | None = None,
         seed: int | None = None,
+        pacing: "Path | None" = None,
     ) -> None:
         self.backend = backend
+        #: the model's shared pacing state file (sabre_prior.inference.ratelimit); None: this run's alone
+        self.pacing = pacing
         self.journal = journal
         self.s = settings
         self.desc = desc
@@ -381,6 +395,7 @@ class Engine:
             record = self.journal.append(record)
         self._key_record[item.key] = record
         self._assign(group, record)
+        self._release_images(group)
         if completion.outcome == REFUSAL:
             log.warning("%s: %s refused (%s)", self.desc, ", ".join(i.query.id for i in group), record.get("detail"))
         else:
@@ -388,6 +403,11 @@ class Engine:
         self.stats.calls += 1
         self.stats.latencies.append(latency)
         self._progress_update(len(group), changed=completion.outcome == REFUSAL)
+
+    def _release_images(self, group: Sequence[WorkItem]) -> None:
+        """Drop the image bytes of a finished group (duplicates arriving later need only its outcome)."""
+        if isinstance(group, list):
+            group[:] = [without_image(i) for i in group]
 
     def _record_spend(self, group: Sequence[WorkItem], attempts: int, tokens_in: int, tokens_out: int, reason: str) -> None:
         """Journal what a failed question's attempts were billed (never read back as a result)."""
@@ -401,6 +421,7 @@ class Engine:
     def _fail(self, group: Sequence[WorkItem], reason: str) -> None:
         reason = redact(reason, self._secrets)
         self._key_failure[group[0].key] = reason
+        self._release_images(group)
         for item in group:
             self._failures[item.query.id] = reason
         self.stats.failures += len(group)
@@ -419,18 +440,24 @@ class Engine:
 
     # -- async path -----------------------------------------------------------------------
     async def _run_async(self, items: Iterator[WorkItem]) -> None:
-        limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute)
-        queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue()
+        store = FileStore(self.pacing) if self.pacing is not None else MemoryStore()
+        limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute, store=store)
+        queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue(maxsize=QUEUE_PER_WORKER * self.s.concurrency)
         workers = [asyncio.create_task(self._worker(queue, limiter)) for _ in range(self.s.concurrency)]
         try:
             for n, item in enumerate(items, start=1):
                 group = self._accept(item)
                 if group is not None:
-                    queue.put_nowait(group)
+                    await self._put(queue, group, workers)  # bounded: only a few questions (and images) wait
+                    if self._ready is None:  # the first call: set up the backend and send it before reading on
+                        self._ready = asyncio.ensure_future(asyncio.to_thread(self.backend.prepare))
+                        await asyncio.wait({self._ready})
+                        for _ in range(3):
+                            await asyncio.sleep(0)  # the worker takes the question and sends it
                 if n % PRODUCER_CHUNK == 0:
                     await asyncio.sleep(0)  # let the workers send what is ready
             for _ in workers:
-                queue.put_nowait(None)
+                await self._put(queue, None, workers)
             await asyncio.gather(*workers)
         finally:
             for w in workers:
@@ -439,6 +466,27 @@ class Engine:
             if self._ready is not None:
                 await asyncio.gather(self._ready, return_exceptions=True)
             await self.backend.aclose()
+            limiter.close()
+
+    @staticmethod
+    async def _put(queue: asyncio.Queue[Any], value: Any, workers: Sequence[asyncio.Task[None]]) -> None:
+        """Put into the bounded queue; a worker that died (its error is raised here) never leaves it full forever."""
+        try:
+            queue.put_nowait(value)
+            return
+        except asyncio.QueueFull:
+            pass
+        put = asyncio.ensure_future(queue.put(value))
+        while not put.done():
+            done, _ = await asyncio.wait({put, *workers}, return_when=asyncio.FIRST_COMPLETED)
+            for w in done:
+                if w is not put and w.exception() is not None:
+                    put.cancel()
+                    raise w.exception()  # type: ignore[misc]
+            workers = [w for w in workers if not w.done()]
+            if not workers and not put.done():
+                put.cancel()
+                return
 
     async def _worker(self, queue: asyncio.Queue[list[WorkItem] | None], limiter: RateLimiter) -> None:
         while True:
@@ -477,7 +525,7 @@ class Engine:
                 self._record_spend(group, attempt - 1, rejected_in, rejected, f"not attempted: {self._abort}")
                 self._fail(group, f"not attempted: {self._abort}")
                 return
-            async with limiter.slot(item.est_tokens):
+            async with limiter.slot(item.est_tokens) as ticket:
                 t0 = time.perf_counter()
                 self.stats.attempts += 1
                 try:
@@ -504,17 +552,20 @@ class Engine:
                 except CallError as exc:
                     err = exc
                 latency = time.perf_counter() - t0
+                if err is None or err.kind == "empty":  # an answer came: the call itself went through
+                    used = (completion.input_tokens or 0) + (completion.output_tokens or 0)
+                    ticket.done("ok", completion.headers, tokens=used or None)
+                elif err.kind in ("rate_limit", "overloaded"):
+                    ticket.done("limited", err.headers, err.retry_after)
+                else:
+                    ticket.done("other", err.headers)
             if err is None:
-                limiter.on_success()
-                used = (completion.input_tokens or 0) + (completion.output_tokens or 0)
                 limiter.settle(item.est_tokens, used if completion.input_tokens is not None else None)
                 self._succeed(
                     group, completion, latency=latency, attempts=attempt, rejected=rejected, rejected_input=rejected_in
                 )
                 return
             self.stats.count_error(err.kind)
-            if err.kind in ("rate_limit", "overloaded"):
-                limiter.on_rate_limited(err.retry_after)
             message = redact(str(err), self._secrets)
             if err.kind == "refusal":  # a moderation rejection of this question: final, journaled
                 refused = Completion(text="", finish_reason=None, outcome=REFUSAL, detail=message)

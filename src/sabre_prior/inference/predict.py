@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: Output tokens expected for a short answer ("Yes.", "3", "B"), for estimates.
 EXPECTED_OUTPUT_TOKENS = 3
+#: Rows read from the Parquet file at a time: small, so that the first request leaves early.
+FIRST_READ_BATCH = 8
 
 
 @dataclass
@@ -66,7 +68,7 @@ def resolve_template(settings: Mapping[str, Any], template: str | None = None) -
 
 def iter_queries(data_path: Path, split: str, template: str) -> Iterator[Query]:
     """One :class:`Query` per row, with the image's original bytes, in file order."""
-    for row in iter_rows(data_path, with_images=True):
+    for row in iter_rows(data_path, with_images=True, batch_size=FIRST_READ_BATCH):
         image = row.pop(C.COL_IMAGE)
         eval_type = resolve_eval_type(row)
         row[C.COL_EVAL_TYPE] = eval_type
@@ -107,9 +109,21 @@ def _row_count(data_path: Path) -> int | None:
 
 
 def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[WorkItem]:
+    """Pass the items on, keeping each without its image bytes (memory stays flat in N)."""
+    from .engine import without_image
+
     for item in items:
-        into.append(item)
+        into.append(without_image(item))
         yield item
+
+
+def pacing_path(backend: Backend, journal_dir: str | Path | None = None) -> Path:
+    """``.sabre/pacing/<provider>+<model>+<endpoint>.json`` (next to ``journal_dir`` when given)."""
+    from .ratelimit import state_path
+
+    root = Path(journal_dir).parent / "pacing" if journal_dir is not None else Path(C.JOURNAL_DIR).parent / "pacing"
+    return state_path(root, getattr(backend, "provider_name", "api"), str(getattr(backend, "model_id", backend.name)),
+                      getattr(backend, "base_url", None))  # fmt: skip
 
 
 def _prepare(
@@ -167,8 +181,11 @@ def predict_split(
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     runner: Any = Engine
+    extra: dict[str, Any] = {}
     if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.inference.batch)
         from .batch import BatchEngine as runner
+    elif backend.kind == "api":  # one pacing state per provider and model, shared by the model's split jobs
+        extra["pacing"] = pacing_path(backend, journal_dir)
     try:
         engine = runner(
             backend,
@@ -177,6 +194,7 @@ def predict_split(
             desc=f"{model}/{split}",
             progress=progress,
             journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template},
+            **extra,
         )
         result = engine.run(stream, total=_row_count(data_path))
     finally:

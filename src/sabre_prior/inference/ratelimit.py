@@ -1,144 +1,487 @@
-"""Client-side rate limiting with adaptive back-off (asyncio).
+"""Pacing calls to the provider's limit: one budget per model, shared by every process.
 
-:class:`RateLimiter` combines
+What a provider limits is an organisation's requests and tokens per minute for one
+model, not one job; the four split jobs of a model (Snakemake or ``dvc repro`` run
+them at once) therefore share one *pacing state*, a small JSON file
+``.sabre/pacing/<provider>+<model>+<endpoint hash>.json`` read and written under an
+``fcntl`` lock.  It holds
 
-* two token buckets: requests per minute and (estimated) tokens per minute,
-  each holding at most one second's worth of budget so that requests are
-  spread out instead of sent in bursts;
-* a concurrency window between 1 and the configured concurrency;
-* adaptive back-off: a 429 halves the window and the bucket rates (at most once
-  per cool-down) and pauses every new request until ``Retry-After`` has passed;
-  each success then grows them back (additive increase).
+* the **window**: how many requests may be in flight for the model, over all its
+  processes, between 1 and the configured ``concurrency`` (the ceiling).  Each
+  success grows it by ``1/window`` (one per window of successes), a 429 episode
+  multiplies it by :data:`DECREASE` (AIMD);
+* the **rate**: requests per second, paced by a token bucket with a small burst.
+  Its target is learned from the documented rate-limit headers every response
+  carries (the requests-per-minute limit, and the tokens-per-minute limit divided
+  by the tokens a request uses), else from ``rate_limits.requests_per_minute``;
+  the rate is paced at :data:`HEADROOM` of the target.  A 429 multiplies the rate by
+  :data:`DECREASE` (once per episode) and pauses new requests for its wait; each
+  success adds back a little (additive increase).  Without any header (Gemini) the
+  rate starts unpaced and is set from the rate actually achieved at the first 429;
+* ``remaining`` headers: a response saying no request (or no token) is left stops
+  new requests until the documented reset;
+* the **holders**: requests in flight per process id.  A killed process's slots are
+  dropped by the next process that finds its pid gone, so nothing leaks.
+
+Until the first response of a model arrives (nothing learned yet, no state file),
+one request goes alone: its headers tell the limit before a burst can overrun it.
+
+Header names and meanings:
+
+* OpenAI ``x-ratelimit-limit-requests`` / ``-tokens`` (per minute),
+  ``x-ratelimit-remaining-requests`` / ``-tokens``, ``x-ratelimit-reset-requests`` /
+  ``-tokens`` (a duration such as ``1s`` or ``6m0s``: until the limit is back to full)
+  (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers);
+* Anthropic ``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset`` and the same
+  for ``tokens``, ``input-tokens``, ``output-tokens`` (reset: an RFC 3339 time), plus
+  ``retry-after`` on a 429; the limits are a token bucket replenished continuously
+  (https://docs.anthropic.com/en/api/rate-limits#response-headers).
+
+Both document that a per-minute limit may be enforced over shorter periods (60 RPM as
+1 request per second), hence pacing instead of bursts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import logging
+import os
 import time
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Mapping
 
-MIN_FACTOR = 1 / 16
-RECOVERY_STEP = 1 / 32
+log = logging.getLogger(__name__)
+
+#: pace at this share of the learned limit (room for the jitter of arrival times)
+HEADROOM = 0.95
+#: multiplicative decrease of window and rate on a 429 episode
+DECREASE = 0.75
+#: additive increase of the rate per success, as a share of the target (header or configured limit)
+INCREASE_SHARE = 0.01
+#: additive increase per success without a known target, in requests per second (at a rate of r per
+#: second, r successes a second: 1 % a second)
+INCREASE_ABS = 0.01
+#: without a known target the rate is cut to this share of the rate answers came at
+DECREASE_MEASURED = 0.9
+#: answers kept to measure that rate, and how old they may be
+MEASURE_ANSWERS = 64
+MEASURE_MAX_S = 10.0
+#: burst of the pacing bucket, in seconds of the rate (at least one request)
+BURST_S = 0.1
+#: the slowest pace set from a 429 (requests per second; 3 per minute)
+MIN_RATE = 0.05
+#: answers needed before the rate they came at is trusted
+MIN_MEASURED = 2
+#: a state file older than this is started afresh (limits change, tiers move)
+STALE_S = 600.0
+#: how often a process blocked on the shared window looks again (its own releases wake it at once)
+POLL_S = 0.02
+#: how often the slots of processes gone are looked for (a killed process's slots are free after this)
+PRUNE_S = 0.25
+#: the longest pause taken from one header or 429 (the engine caps Retry-After on its own)
+MAX_PAUSE_S = 60.0
 
 
+# ---------------------------------------------------------------------------------------
+# The documented headers
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RateInfo:
+    """What one response's headers say about the limits (None: not said)."""
+
+    limit_requests: float | None = None  # per minute
+    remaining_requests: float | None = None
+    reset_requests_s: float | None = None
+    limit_tokens: float | None = None  # per minute
+    remaining_tokens: float | None = None
+    reset_tokens_s: float | None = None
+
+
+def _num(headers: Mapping[str, str], name: str) -> float | None:
+    v = headers.get(name)
+    if v is None:
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def rate_info(headers: Mapping[str, str] | None) -> RateInfo | None:
+    """The OpenAI or Anthropic rate-limit headers of a response (None when it has none)."""
+    if not headers:
+        return None
+    from .outcomes import _until, parse_duration
+
+    get = headers.get
+    if get("x-ratelimit-limit-requests") is not None or get("x-ratelimit-remaining-requests") is not None:
+        reset_r, reset_t = get("x-ratelimit-reset-requests"), get("x-ratelimit-reset-tokens")
+        return RateInfo(
+            _num(headers, "x-ratelimit-limit-requests"),
+            _num(headers, "x-ratelimit-remaining-requests"),
+            parse_duration(reset_r) if reset_r else None,
+            _num(headers, "x-ratelimit-limit-tokens"),
+            _num(headers, "x-ratelimit-remaining-tokens"),
+            parse_duration(reset_t) if reset_t else None,
+        )
+    if get("anthropic-ratelimit-requests-limit") is not None or get("anthropic-ratelimit-requests-remaining") is not None:
+        reset_r = get("anthropic-ratelimit-requests-reset")
+        # tokens: the tightest of the combined, input and output token limits given
+        fams = [f for f in ("tokens", "input-tokens", "output-tokens") if get(f"anthropic-ratelimit-{f}-limit") is not None]
+        limit_t = min((_num(headers, f"anthropic-ratelimit-{f}-limit") or float("inf")) for f in fams) if fams else None
+        rem = [_num(headers, f"anthropic-ratelimit-{f}-remaining") for f in fams]
+        rem_t = min((r for r in rem if r is not None), default=None)
+        resets = [get(f"anthropic-ratelimit-{f}-reset") for f in fams]
+        reset_t = max((_until(r) or 0.0 for r in resets if r), default=None)
+        return RateInfo(
+            _num(headers, "anthropic-ratelimit-requests-limit"),
+            _num(headers, "anthropic-ratelimit-requests-remaining"),
+            _until(reset_r) if reset_r else None,
+            None if limit_t in (None, float("inf")) else limit_t,
+            rem_t,
+            reset_t,
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# The controller: pure functions on the state (a JSON-able dict) and a clock reading
+# ---------------------------------------------------------------------------------------
+def new_state(now: float) -> dict[str, Any]:
+    return {
+        "window": None,  # None: nothing learned yet (one request probes)
+        "slow_start": False,  # no limit known after the first answer: the window grows by one per answer
+        "rate": None,  # requests per second paced now (None: unpaced)
+        "target": None,  # the limit learned from headers, requests per second
+        "tokens_per_request": None,
+        "level": 1.0,
+        "t": now,
+        "cool_until": 0.0,
+        "episode_until": 0.0,
+        "holders": {},
+        "answers": [],  # times of the last answers (the rate they came at, when no limit is known)
+        "limited": 0,
+        "updated": now,
+    }
+
+
+def _target(st: Mapping[str, Any], configured: float | None) -> float | None:
+    learned = st.get("target")
+    if learned is None:
+        return configured
+    return learned if configured is None else min(learned, configured)
+
+
+def acquire(st: dict[str, Any], me: str, now: float, ceiling: int, configured_rate: float | None = None) -> float:
+    """Take one slot for process ``me`` (returns 0) or say how long to wait (> 0)."""
+    in_flight = sum(st["holders"].values())
+    window = 1 if st["window"] is None else max(1, min(ceiling, int(st["window"])))
+    if in_flight >= window:
+        return POLL_S
+    if now < st["cool_until"]:
+        return st["cool_until"] - now
+    rate = st["rate"]
+    target = _target(st, configured_rate)
+    if target is not None:
+        rate = target * HEADROOM if rate is None else min(rate, target * HEADROOM)
+    if rate is not None:
+        cap = max(1.0, rate * BURST_S)
+        st["level"] = min(cap, st["level"] + max(0.0, now - st["t"]) * rate)
+        st["t"] = now
+        if st["level"] < 1.0:
+            return (1.0 - st["level"]) / rate
+        st["level"] -= 1.0
+    st["holders"][me] = st["holders"].get(me, 0) + 1
+    st["updated"] = now
+    return 0.0
+
+
+def _count_answer(st: dict[str, Any], now: float) -> None:
+    times = st["answers"]
+    times.append(round(now, 4))
+    if len(times) > MEASURE_ANSWERS:
+        del times[0]
+
+
+def _measured_rate(st: Mapping[str, Any], now: float) -> float | None:
+    """Answers per second over the last answers (None: too few to tell)."""
+    times = [t for t in st["answers"] if now - t <= MEASURE_MAX_S]
+    if len(times) < MIN_MEASURED:
+        return None
+    return len(times) / max(0.5, now - times[0])
+
+
+def release(
+    st: dict[str, Any],
+    me: str,
+    now: float,
+    ceiling: int,
+    *,
+    outcome: str,
+    info: RateInfo | None = None,
+    retry_after: float | None = None,
+    tokens: int | None = None,
+    configured_rate: float | None = None,
+) -> None:
+    """Give back a slot; learn from the outcome (``ok``, ``limited`` or ``other``) and the headers."""
+    held = st["holders"].get(me, 0)
+    if held <= 1:
+        st["holders"].pop(me, None)
+    else:
+        st["holders"][me] = held - 1
+    if info is not None:
+        _learn(st, info, now, tokens)
+    if outcome == "ok":
+        if st.get("target") is None:  # the rate answers come at is needed only while no limit is known
+            _count_answer(st, now)
+        elif st["answers"]:
+            st["answers"] = []
+        if st["window"] is None:  # the first answer: open at once when a limit is known, else slow start
+            known = st.get("target") is not None or configured_rate is not None
+            st["window"] = float(ceiling) if known else min(float(ceiling), 2.0)
+            st["slow_start"] = not known and ceiling > 2
+        elif st.get("slow_start"):  # one more per answer: the window doubles every round trip
+            st["window"] = min(float(ceiling), st["window"] + 1.0)
+            st["slow_start"] = st["window"] < ceiling and st.get("target") is None
+            if st.get("target") is not None:
+                st["window"] = float(ceiling)
+        else:
+            st["window"] = min(float(ceiling), st["window"] + 1.0 / max(1.0, st["window"]))
+        target = _target(st, configured_rate)
+        if st["rate"] is not None:
+            step = target * INCREASE_SHARE if target is not None else INCREASE_ABS
+            st["rate"] = st["rate"] + step
+            if target is not None and st["rate"] >= target * HEADROOM:
+                st["rate"] = None  # back at the target: paced by the target alone
+    elif outcome == "limited":
+        st["limited"] += 1
+        st["slow_start"] = False
+        if st["window"] is None:
+            st["window"] = 1.0
+        new_episode = now >= st["episode_until"]  # not the rest of a burst of 429s
+        if new_episode:
+            st["window"] = max(1.0, st["window"] * DECREASE)
+            target = _target(st, configured_rate)
+            if target is not None:
+                base = st["rate"] if st["rate"] is not None else target * HEADROOM
+            else:  # no limit known: from the rate answers actually came at (none yet: the window and pause only)
+                measured = _measured_rate(st, now)
+                base = st["rate"] if measured is None else min(st["rate"] or float("inf"), measured)
+            if base is not None:
+                st["rate"] = max(MIN_RATE, base * (DECREASE if target is not None else DECREASE_MEASURED))
+            st["level"] = min(st["level"], 0.0)
+        pause = min(MAX_PAUSE_S, retry_after if retry_after is not None else 1.0)
+        if now >= st["episode_until"]:  # the episode lasts the pause and half a second; later 429s do not extend it
+            st["episode_until"] = now + pause + 0.5
+        st["cool_until"] = max(st["cool_until"], now + pause)
+    elif st["window"] is None and info is not None:
+        st["window"] = float(ceiling)  # an error answer still told the limits
+    st["updated"] = now
+
+
+def _learn(st: dict[str, Any], info: RateInfo, now: float, tokens: int | None) -> None:
+    if tokens:
+        tpr = st.get("tokens_per_request")
+        st["tokens_per_request"] = float(tokens) if tpr is None else 0.9 * tpr + 0.1 * tokens
+    targets = []
+    if info.limit_requests:
+        targets.append(info.limit_requests / 60.0)
+    if info.limit_tokens and st.get("tokens_per_request"):
+        targets.append(info.limit_tokens / 60.0 / st["tokens_per_request"])
+    if targets:
+        st["target"] = min(targets)
+    if info.remaining_requests is not None and info.remaining_requests < 1:
+        st["level"] = min(st["level"], 0.0)  # the provider's bucket is empty: wait for the next token
+    if info.remaining_tokens is not None and info.remaining_tokens <= 0 and info.reset_tokens_s:
+        st["cool_until"] = max(st["cool_until"], now + min(MAX_PAUSE_S, info.reset_tokens_s))
+
+
+# ---------------------------------------------------------------------------------------
+# Where the state lives: a locked file (shared by processes) or memory
+# ---------------------------------------------------------------------------------------
+class MemoryStore:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.state = new_state(clock())
+
+    def update(self, fn: Callable[[dict[str, Any], float], Any]) -> Any:
+        return fn(self.state, self.clock())
+
+    def close(self) -> None:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+class FileStore:
+    """The state in ``path``, read-modify-written under an exclusive ``fcntl`` lock."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.clock = clock
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.update(lambda st, now: st["holders"].pop(str(os.getpid()), None))  # a reused pid's leftovers
+
+    def update(self, fn: Callable[[dict[str, Any], float], Any]) -> Any:
+        import fcntl
+
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            now = self.clock()
+            raw = os.pread(self._fd, 1 << 20, 0)
+            st: dict[str, Any] | None = None
+            if raw:
+                try:
+                    st = json.loads(raw)
+                except ValueError:  # a process killed mid-write: start afresh (only pacing is lost)
+                    log.warning("%s: unreadable pacing state, starting afresh", self.path)
+            if not isinstance(st, dict) or now - float(st.get("updated", 0)) > STALE_S or float(st.get("updated", 0)) > now + 5:
+                holders = st.get("holders", {}) if isinstance(st, dict) else {}
+                st = new_state(now)
+                st["holders"] = holders
+            if now - float(st.get("pruned", 0.0)) >= PRUNE_S:  # drop the slots of processes gone (killed)
+                mine = str(os.getpid())
+                st["holders"] = {p: n for p, n in st["holders"].items() if p == mine or not p.isdigit() or _alive(int(p))}
+                st["pruned"] = now
+            result = fn(st, now)
+            data = json.dumps(st, separators=(",", ":")).encode()
+            # padded with spaces (JSON allows them) to the length read: no truncation per call
+            os.pwrite(self._fd, data.ljust(len(raw)), 0)
+            return result
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def state_path(root: Path, provider: str, model_id: str, endpoint: str | None) -> Path:
+    """``<root>/<provider>+<model>+<hash of the endpoint>.json`` (a file name safe for any model id)."""
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in f"{provider}+{model_id}")[:120]
+    tag = hashlib.sha256((endpoint or "").encode()).hexdigest()[:8]
+    return root / f"{safe}+{tag}.json"
+
+
+# ---------------------------------------------------------------------------------------
+# The asyncio side: one per engine run
+# ---------------------------------------------------------------------------------------
 class TokenBucket:
     """``rate_per_minute`` units per minute, burst capped at ``max(one second's worth, 1 request)``."""
 
     def __init__(self, rate_per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
         if rate_per_minute <= 0:
             raise ValueError("rate must be positive")
-        self.rate = rate_per_minute / 60.0  # per second at factor 1
+        self.rate = rate_per_minute / 60.0
         self.capacity = max(self.rate, 1.0)
         self.level = self.capacity
         self._clock = clock
         self._t = clock()
 
-    def _refill(self, factor: float) -> None:
+    def wait_time(self, amount: float) -> float:
         now = self._clock()
-        self.level = min(self.capacity, self.level + (now - self._t) * self.rate * factor)
+        self.level = min(self.capacity, self.level + (now - self._t) * self.rate)
         self._t = now
-
-    def wait_time(self, amount: float, factor: float) -> float:
-        """Seconds until ``amount`` is available (0 when it is now)."""
-        self._refill(factor)
         need = min(amount, self.capacity)  # one request larger than the burst still goes, alone
-        if self.level >= need:
-            return 0.0
-        return (need - self.level) / (self.rate * factor)
+        return 0.0 if self.level >= need else (need - self.level) / self.rate
 
     def take(self, amount: float) -> None:
         self.level -= min(amount, self.capacity)
 
     def give_back(self, amount: float) -> None:
-        """Correct an estimate (negative: the call used more than estimated)."""
         self.level = min(self.capacity, self.level + amount)
 
 
+class Ticket:
+    """One held slot; the caller says how the call went before leaving the slot."""
+
+    __slots__ = ("outcome", "headers", "retry_after", "tokens")
+
+    def __init__(self) -> None:
+        self.outcome = "other"
+        self.headers: Mapping[str, str] | None = None
+        self.retry_after: float | None = None
+        self.tokens: int | None = None
+
+    def done(self, outcome: str, headers: Mapping[str, str] | None = None, retry_after: float | None = None,
+             tokens: int | None = None) -> None:  # fmt: skip
+        self.outcome, self.headers, self.retry_after, self.tokens = outcome, headers, retry_after, tokens
+
+
 class RateLimiter:
-    """Shared by all workers of one model/split run."""
+    """The pacing of one engine run (its workers), on a shared or an in-memory state."""
 
     def __init__(
         self,
         concurrency: int,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        *,
+        store: MemoryStore | FileStore | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.max_window = max(1, int(concurrency))
-        self.window = float(self.max_window)
-        self.factor = 1.0
-        self.in_flight = 0
-        self.cooldown_until = 0.0
+        self.ceiling = max(1, int(concurrency))
+        self.configured_rate = requests_per_minute / 60.0 if requests_per_minute else None
+        self.store = store if store is not None else MemoryStore()
+        self.me = str(os.getpid())
         self.rate_limited = 0
-        self._clock = clock
-        self._rpm = TokenBucket(requests_per_minute, clock) if requests_per_minute else None
         self._tpm = TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
-        self._gate = asyncio.Lock()
-        self._slot_freed = asyncio.Condition()
+        self._turn = asyncio.Lock()  # one worker at a time asks the shared state
+        self._released = asyncio.Event()
 
     @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
-        """Hold one request slot: waits for the window, the cool-down and both buckets."""
-        async with self._slot_freed:
-            await self._slot_freed.wait_for(lambda: self.in_flight < int(self.window))
-            self.in_flight += 1
-        try:
-            await self._pass_gate(tokens)
-            yield
-        finally:
-            async with self._slot_freed:
-                self.in_flight -= 1
-                self._slot_freed.notify_all()
-
-    async def _pass_gate(self, tokens: int) -> None:
-        if self._rpm is None and self._tpm is None and self.cooldown_until <= self._clock():
-            return
-        async with self._gate:  # FIFO: one waiter at a time consumes budget
+    async def slot(self, tokens: int = 0) -> AsyncIterator[Ticket]:
+        """Hold one request slot of the model's shared window, paced; say how it went on the ticket."""
+        async with self._turn:
             while True:
-                wait = self.cooldown_until - self._clock()
-                if self._rpm is not None:
-                    wait = max(wait, self._rpm.wait_time(1, self.factor))
-                if self._tpm is not None and tokens:
-                    wait = max(wait, self._tpm.wait_time(tokens, self.factor))
+                wait = self.store.update(lambda st, now: acquire(st, self.me, now, self.ceiling, self.configured_rate))
                 if wait <= 0:
                     break
+                self._released.clear()
+                if wait <= POLL_S:  # the window is full: a release here wakes us, one elsewhere is polled
+                    try:
+                        await asyncio.wait_for(self._released.wait(), wait)
+                    except asyncio.TimeoutError:
+                        pass
+                else:
+                    await asyncio.sleep(wait)
+            while self._tpm is not None and tokens:
+                wait = self._tpm.wait_time(tokens)
+                if wait <= 0:
+                    self._tpm.take(tokens)
+                    break
                 await asyncio.sleep(wait)
-            if self._rpm is not None:
-                self._rpm.take(1)
-            if self._tpm is not None and tokens:
-                self._tpm.take(tokens)
+        ticket = Ticket()
+        try:
+            yield ticket
+        finally:
+            if ticket.outcome == "limited":
+                self.rate_limited += 1
+            info = rate_info(ticket.headers)
+            self.store.update(
+                lambda st, now: release(
+                    st, self.me, now, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
+                    tokens=ticket.tokens, configured_rate=self.configured_rate,
+                )
+            )  # fmt: skip
+            self._released.set()
 
     def settle(self, estimated: int, actual: int | None) -> None:
-        """After a call: correct the token bucket by the real usage."""
+        """After a call: correct the configured token bucket by the real usage."""
         if self._tpm is not None and actual is not None:
             self._tpm.give_back(estimated - actual)
 
-    def on_rate_limited(self, retry_after: float | None) -> None:
-        """A 429: pause new requests and shrink window and rates (once per cool-down)."""
-        now = self._clock()
-        self.rate_limited += 1
-        pause = retry_after if retry_after is not None else 1.0
-        if now >= self.cooldown_until:  # a new episode, not the rest of a burst of 429s
-            self.window = max(1.0, self.window / 2)
-            self.factor = max(MIN_FACTOR, self.factor / 2)
-        self.cooldown_until = max(self.cooldown_until, now + pause)
-
-    def on_success(self) -> None:
-        """Additive increase back towards the configured limits."""
-        if self.window < self.max_window:
-            self.window = min(float(self.max_window), self.window + 1.0 / self.window)
-            if int(self.window) > self.in_flight:
-                self._wake()
-        if self.factor < 1.0:
-            self.factor = min(1.0, self.factor + RECOVERY_STEP)
-
-    def _wake(self) -> None:
-        async def notify() -> None:
-            async with self._slot_freed:
-                self._slot_freed.notify_all()
-
-        try:
-            asyncio.get_running_loop().create_task(notify())
-        except RuntimeError:  # no loop: nobody waits
-            pass
+    def close(self) -> None:
+        self.store.close()

@@ -7,6 +7,12 @@ and journals.  Settings besides the common ones:
   ``{type: enabled, budget_tokens: N}``; unset sends nothing (the API's default);
 * ``reasoning_effort``: sent as ``output_config.effort`` (low ... max).
 
+Plain calls are the documented REST call ``POST {base_url}/v1/messages`` with the
+``x-api-key``, ``anthropic-version`` and ``content-type: application/json`` headers
+(https://docs.anthropic.com/en/api/overview, https://docs.anthropic.com/en/api/versioning),
+made by the lean client of :mod:`.http` (no SDK import at start-up); the response
+headers (``anthropic-ratelimit-*``) go to the engine's pacing.
+
 The installed SDK's ``messages.create`` has no ``temperature`` argument, so by
 default none is sent; a ``temperature`` in the params entry goes in the request
 body.
@@ -15,13 +21,21 @@ body.
 from __future__ import annotations
 
 import base64
+import json
 import logging
+import os
 from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
-from ..outcomes import classify_anthropic_message
+from ..outcomes import classify_anthropic_message, classify_error
 from .base import ApiBackend, Completion, ImageTokenRule, Query
+from .http import JsonHttp
 from .openai_backend import map_openai_error
+
+#: the SDK's default endpoint (``ANTHROPIC_BASE_URL`` overrides it, as for the SDK)
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: the documented API version header (https://docs.anthropic.com/en/api/versioning)
+API_VERSION = "2023-06-01"
 
 for _name in ("anthropic", "httpx", "httpx2", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
@@ -37,6 +51,7 @@ def anthropic_image_tokens(w: float, h: float) -> int:
 class AnthropicBackend(ApiBackend):
     provider: ClassVar[str] = "anthropic"
     sdk_module: ClassVar[str] = "anthropic"
+    runtime_module: ClassVar[str] = "httpx2"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})
     default_temperature: ClassVar[float | None] = None
     image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"anthropic": anthropic_image_tokens}
@@ -51,6 +66,9 @@ class AnthropicBackend(ApiBackend):
             raise ConfigError(f"models.{name}.thinking_budget must be 0 (off) or a number of tokens >= 1024")
         self.thinking_budget: int | None = budget
         self.reasoning_effort = settings.get("reasoning_effort")
+        #: False: the lean HTTP client (the default); True: the SDK (tests compare the two)
+        self.via_sdk = False
+        self._http: JsonHttp | None = None
 
     def may_reason(self) -> bool:
         return self.thinking_budget != 0 and self.thinking_budget is not None
@@ -100,14 +118,49 @@ class AnthropicBackend(ApiBackend):
             kwargs["extra_body"] = body
         return kwargs
 
-    async def acomplete(self, query: Query) -> Completion:
-        client = self.client()
-        try:
-            resp = await client.messages.create(**self.request(query))
-        except Exception as exc:
-            raise map_openai_error(exc, "anthropic", self.provider_name) from None
-        return parse_message(resp)
+    def request_body(self, query: Query) -> bytes:
+        """The JSON body :meth:`request` describes (``extra_body`` merged in, as the SDK does)."""
+        kwargs = self.request(query)
+        kwargs.update(kwargs.pop("extra_body", None) or {})
+        return json.dumps(kwargs, ensure_ascii=False, separators=(",", ":")).encode()
 
+    def http(self) -> JsonHttp:
+        if self._http is None:
+            base = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+            headers = {"x-api-key": self.api_key(), "anthropic-version": API_VERSION, "content-type": "application/json",
+                       "accept": "application/json"}  # fmt: skip
+            concurrency = int(self.settings.get("concurrency", 8) or 1)
+            self._http = JsonHttp(base, headers, timeout_s=self.timeout_s + 1.0, concurrency=concurrency)
+        return self._http
+
+    def prepare(self) -> None:
+        if self.via_sdk:
+            super().prepare()
+        else:
+            self.http().prepare()
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        await super().aclose()
+
+    async def acomplete(self, query: Query) -> Completion:
+        if self.via_sdk:
+            client = self.client()
+            try:
+                resp = await client.messages.create(**self.request(query))
+            except Exception as exc:
+                raise map_openai_error(exc, "anthropic", self.provider_name) from None
+            return parse_message(resp)
+        answer = await self.http().post("/v1/messages", self.request_body(query))
+        if not 200 <= answer.status < 300:
+            err = classify_error("anthropic", answer.status, answer.body, answer.headers, provider=self.provider_name)
+            err.headers = answer.headers
+            raise err
+        completion = parse_message(answer.json())
+        completion.headers = answer.headers
+        return completion
 
 
 def parse_message(resp: Any) -> Completion:

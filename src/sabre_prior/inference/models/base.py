@@ -58,6 +58,8 @@ class Completion:
     extra: dict[str, Any] = field(default_factory=dict)
     outcome: str = "answer"
     detail: str | None = None
+    #: the HTTP response headers (rate-limit signals for the pacing, never journaled)
+    headers: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
 
 class CallError(Exception):
@@ -80,6 +82,8 @@ class CallError(Exception):
         #: "empty" (retryable), "auth", "account", "not_found", "bad_request", "refusal" (not),
         #: or "error".  "refusal": the provider rejected this question's content (final for it).
         self.kind = kind
+        #: the HTTP response headers, when there was a response (rate-limit signals for the pacing)
+        self.headers: Mapping[str, str] | None = None
 
     @property
     def fatal(self) -> bool:
@@ -272,7 +276,7 @@ def prefetch_sdk(settings: Mapping[str, Any]) -> None:
         cls = getattr(importlib.import_module(module_name), cls_name)
     except Exception:  # reported with context by create_backend
         return
-    sdk = getattr(cls, "sdk_module", "")
+    sdk = getattr(cls, "runtime_module", "") or getattr(cls, "sdk_module", "")
     if sdk and importlib.util.find_spec(sdk.split(".")[0]) is not None:
         threading.Thread(target=_import_quietly, args=(sdk,), daemon=True).start()
 
@@ -288,6 +292,8 @@ class ApiBackend(Backend):
     kind: ClassVar[str] = "api"
     provider: ClassVar[str] = "api"
     sdk_module: ClassVar[str] = ""
+    #: the module plain calls need, when not the SDK (the lean HTTP client of models/http.py: httpx2)
+    runtime_module: ClassVar[str] = ""
     #: settings this backend accepts besides the common ones (others are errors)
     extra_settings: ClassVar[frozenset[str]] = frozenset()
     #: temperature sent when the params entry sets none (None: not sent)
@@ -358,18 +364,19 @@ class ApiBackend(Backend):
 
     def check_ready(self) -> None:
         """The SDK is installed (it starts importing in the background) and the key is set."""
+        module = self.runtime_module or self.sdk_module
         try:
-            found = importlib.util.find_spec(self.sdk_module) is not None
+            found = importlib.util.find_spec(module) is not None
         except ModuleNotFoundError:
             found = False
         if not found:
             raise BackendError(
-                f"backend {self.settings.get('backend')!r} needs the Python package {self.sdk_module!r}; "
+                f"backend {self.settings.get('backend')!r} needs the Python package {module!r}; "
                 f"install it with pip install -e '.[api]'"
             )
         # importing an SDK takes about half a second: overlap it with reading the data
-        if self.sdk_module not in sys.modules:
-            threading.Thread(target=_import_quietly, args=(self.sdk_module,), daemon=True).start()
+        if module not in sys.modules:
+            threading.Thread(target=_import_quietly, args=(module,), daemon=True).start()
         self.api_key()
 
     # -- identity -----------------------------------------------------------------

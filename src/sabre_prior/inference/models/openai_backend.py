@@ -8,12 +8,16 @@ Settings besides the common ones: ``reasoning_effort`` (sent as is),
 ``max_tokens_field`` (``max_completion_tokens``, the default, or ``max_tokens``
 for older compatible servers), ``image_detail`` (``low``/``high``/``auto``).
 
-The request goes through the SDK's client (auth, timeouts, connection pool,
-error classes, typed response), but its JSON body is assembled here: the
-base64 image needs no JSON escaping, so it is spliced in as bytes instead of
-being scanned by the JSON encoder and the SDK's parameter transform (about
-1.3 ms per 300 KB image, the main client-side cost at high concurrency).  SDKs
-whose ``post`` takes no raw ``content`` use ``chat.completions.create``.
+The request is the documented REST call ``POST {base_url}/chat/completions``
+with ``Authorization: Bearer <key>`` (https://platform.openai.com/docs/api-reference/chat/create,
+https://platform.openai.com/docs/api-reference/authentication; ``OpenAI-Organization`` /
+``OpenAI-Project`` from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` as the SDK sends them),
+made by the lean client of :mod:`.http` (importing the SDK costs about a second of
+start-up); the SDK's ``chat.completions.create`` sends the same body (a test checks it).
+The JSON body is assembled here: the base64 image needs no JSON escaping, so it is
+spliced in as bytes instead of being scanned by the JSON encoder (about 1.3 ms per
+300 KB image, the main client-side cost at high concurrency).  The response headers
+(``x-ratelimit-*``) go to the engine's pacing.
 """
 
 from __future__ import annotations
@@ -23,11 +27,16 @@ import inspect
 import json
 import logging
 import math
+import os
 from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
-from ..outcomes import call_error_from_exception, classify_openai_chat
+from ..outcomes import call_error_from_exception, classify_error, classify_openai_chat
 from .base import ApiBackend, CallError, Completion, ImageTokenRule, Query
+from .http import JsonHttp
+
+#: the SDK's default endpoint (``OPENAI_BASE_URL`` overrides it, as for the SDK)
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 for _name in ("openai", "httpx", "httpx2", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
@@ -72,6 +81,7 @@ def qwen_vl_image_tokens(w: float, h: float) -> int:
 class OpenAIBackend(ApiBackend):
     provider: ClassVar[str] = "openai"
     sdk_module: ClassVar[str] = "openai"
+    runtime_module: ClassVar[str] = "httpx2"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"reasoning_effort", "max_tokens_field", "image_detail"})
     #: OpenAI-compatible providers without a rule here (xAI, Moonshot) use the generic one
     image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"openai": openai_image_tokens, "alibaba": qwen_vl_image_tokens}
@@ -88,6 +98,9 @@ class OpenAIBackend(ApiBackend):
         if settings.get("thinking_budget") is not None:
             raise ConfigError(f"models.{name}: thinking_budget is not an OpenAI setting; use reasoning_effort")
         self._raw_post: bool | None = None  # None: not checked yet
+        #: False: the lean HTTP client (the default); True: the SDK (tests compare the two)
+        self.via_sdk = False
+        self._http: JsonHttp | None = None
 
     def may_reason(self) -> bool:
         off = self.reasoning_effort == "none" or self.extra_body.get("enable_thinking") is False
@@ -156,7 +169,45 @@ class OpenAIBackend(ApiBackend):
                 self._raw_post = False
         return self._raw_post
 
+    def http_headers(self) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {self.api_key()}", "Content-Type": "application/json", "Accept": "application/json"}
+        for env, name in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+            if os.environ.get(env) and self.provider_name == "openai":
+                headers[name] = os.environ[env]
+        return headers
+
+    def http(self) -> JsonHttp:
+        if self._http is None:
+            base = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+            concurrency = int(self.settings.get("concurrency", 8) or 1)
+            self._http = JsonHttp(base, self.http_headers(), timeout_s=self.timeout_s + 1.0, concurrency=concurrency)
+        return self._http
+
+    def prepare(self) -> None:
+        if self.via_sdk:
+            super().prepare()
+        else:
+            self.http().prepare()
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        await super().aclose()
+
     async def acomplete(self, query: Query) -> Completion:
+        if self.via_sdk:
+            return await self._acomplete_sdk(query)
+        answer = await self.http().post("/chat/completions", self.request_body(query))
+        if not 200 <= answer.status < 300:
+            err = classify_error("openai", answer.status, answer.body, answer.headers, provider=self.provider_name)
+            err.headers = answer.headers
+            raise err
+        completion = parse_chat_completion(answer.json(), self.provider_name)
+        completion.headers = answer.headers
+        return completion
+
+    async def _acomplete_sdk(self, query: Query) -> Completion:
         client = self.client()
         try:
             if self._raw_post_supported(client):
@@ -173,7 +224,6 @@ class OpenAIBackend(ApiBackend):
         except Exception as exc:
             raise map_openai_error(exc, "openai", self.provider_name) from None
         return parse_chat_completion(resp, self.provider_name)
-
 
 
 def parse_chat_completion(resp: Any, provider: str | None = None) -> Completion:
