@@ -39,14 +39,27 @@ def _journal_lines(path: Path) -> int:
         return 0
 
 
+def _mirror(root: Path) -> Path:
+    """A local copy of the dataset holding only a context split of N questions (a Parquet shard, as
+    `push_to_hub` writes one) and the demo's card pointing at it."""
+    from sabre_prior.data.demo import generate
+
+    generate(root.parent / "demo", scale="small", seed=0)
+    root.mkdir()
+    card = (root.parent / "demo" / "README.md").read_text(encoding="utf-8")
+    (root / "README.md").write_text(card.replace("path: data/context/**", "path: context/test-*"), encoding="utf-8")
+    write_split(root / "context" / "test-00000-of-00001.parquet", "context", N)
+    return root
+
+
 @pytest.mark.slow
 def test_sigkill_midway_then_rerun(tmp_path: Path) -> None:
     project = copy_project(tmp_path / "project")
-    data = project / "data" / "parquet" / "context.parquet"
-    write_split(data, "context", N)
+    mirror = _mirror(tmp_path / "mirror")
     with FakeServer(latency=0.2, expected_key=KEY) as server:
         params = yaml.safe_load((project / "params.yaml").read_text())
         params["splits"] = ["context"]
+        params["dataset"]["source"] = str(mirror)  # the split's data come from the pipeline's own fetch
         params["models"] = {
             "fake": {
                 "backend": "openai",
@@ -92,7 +105,7 @@ def test_sigkill_midway_then_rerun(tmp_path: Path) -> None:
         second = subprocess.run(cmd, cwd=project, env=run_env, capture_output=True, text=True, timeout=300)
         assert second.returncode == 0, second.stderr[-4000:]
 
-        expected = expected_answers(data)
+        expected = expected_answers(project / "data" / "parquet" / "context.parquet")  # as the fetch wrote it
         preds = [json.loads(line) for line in (project / TARGET).read_text().splitlines()]
         ids = [p["id"] for p in preds]
         assert ids == list(expected) and len(set(ids)) == N, "complete, in dataset order, no duplicate ids"

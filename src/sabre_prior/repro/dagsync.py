@@ -87,8 +87,18 @@ def dvc_command() -> list[str] | None:
     return [found] if found else None
 
 
+def _in_scm(root: Path) -> bool:
+    """DVC needs a git repository (or ``core.no_scm``) to record anything."""
+    if (root / ".git").exists():
+        return True
+    config = root / ".dvc" / "config"
+    return config.is_file() and "no_scm = true" in config.read_text(encoding="utf-8").lower()
+
+
 def enabled(root: Path) -> bool:
-    return os.environ.get(ENV_SWITCH, "1") != "0" and is_dvc_project(root) and dvc_command() is not None
+    return (
+        os.environ.get(ENV_SWITCH, "1") != "0" and is_dvc_project(root) and _in_scm(root) and dvc_command() is not None
+    )
 
 
 def run_dvc(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -359,7 +369,7 @@ def record(pipeline: Pipeline, names: Iterable[str], lock: RunLock | None = None
     targets = [] if everything else [*(["recipes"] if "recipes" in wanted else []), *(commit_targets(jobs, chosen) or [])]
     if lock is not None:
         lock.lend_dvc()
-    proc = run_dvc(root, "commit", "--force", "--quiet", *targets)
+    proc = run_dvc(root, "commit", "--force", *targets)
     if proc.returncode != 0:
         raise SabreError(f"dvc commit failed: {_why(proc)}")
     if "recipes" in pending:

@@ -68,9 +68,9 @@ def fingerprint(root: Path, rel: str, known: Mapping[str, Any] | None = None) ->
         return None
     files = _files(path)
     stat = []
-    for f in files:
+    for f in files:  # (a dependency may lie outside the project: a local mirror's files)
         st = f.stat()
-        stat.append([f.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
+        stat.append([f.relative_to(path).as_posix() if f != path else "", st.st_size, st.st_mtime_ns])
     if known is not None and known.get("stat") == stat:
         return dict(known)
     if path.is_dir():
