@@ -133,6 +133,12 @@ def summarize(
     budget = sorted(
         qid for qid in question_ids if qid in records and str(records[qid].get("outcome")) == "empty"
     )
+    from .outcomes import budget_spent
+
+    # every answer that stopped at the output-token limit (empty or not): `truncated` when not correct
+    truncated = sorted(
+        qid for qid in question_ids if qid in records and budget_spent(records[qid].get("finish_reason"))
+    )
     return {
         "model": model,
         "split": split,
@@ -148,6 +154,8 @@ def summarize(
         "refused_ids": refused,
         "empty_budget_spent": len(budget),
         "empty_budget_spent_ids": budget,
+        "truncated": len(truncated),
+        "truncated_ids": truncated,
         "failed": len(failures),
         "failed_ids": sorted(failures),
         "calls": totals.calls,
