@@ -28,7 +28,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import contracts as C
 from ..data.parquet import read_rows
@@ -152,14 +152,17 @@ def chance_levels(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """
     from .contract import extract_count, normalize_text
 
-    counts = {
-        extract_count(normalize_text(r.get(C.COL_ANSWER))).value
-        for r in rows
-        if resolve_eval_type(r) == "count_exact"
-    }
+    def eval_type_of(row: Mapping[str, Any]) -> str | None:
+        try:
+            return resolve_eval_type(row)
+        except DataError:  # reported with its file by trace_rows
+            return None
+
+    types = {r[C.COL_ID]: eval_type_of(r) for r in rows}
+    counts = {extract_count(normalize_text(r.get(C.COL_ANSWER))).value for r in rows if types[r[C.COL_ID]] == "count_exact"}
     out: dict[str, float] = {}
     for r in rows:
-        eval_type = resolve_eval_type(r)
+        eval_type = types[r[C.COL_ID]]
         if eval_type == "yes_no_exact":
             out[r[C.COL_ID]] = 0.5
         elif eval_type in ("choice_exact", "multiple_choice_exact"):
