@@ -23,6 +23,7 @@ hits, retries, failures and latencies).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,9 @@ def iter_queries(data_path: Path, split: str, template: str) -> Iterator[Query]:
         eval_type = resolve_eval_type(row)
         row[C.COL_EVAL_TYPE] = eval_type
         text = render(row, eval_type, template)
-        yield Query(id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row)
+        yield Query(
+            id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row, template=template
+        )
 
 
 def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
@@ -87,7 +90,7 @@ def iter_work_items(
     for q in queries:
         sent = prepare_image(q.image, policy)
         if sent.reencoded:
-            q = Query(id=q.id, split=q.split, text=q.text, image=sent.data, image_mime=sent.mime, row=q.row)
+            q = dataclasses.replace(q, image=sent.data, image_mime=sent.mime)
         key = request_key(identity, template, version, q.text, sent.sha256)
         est = backend.estimate_input_tokens(q, sent.width, sent.height) if backend.kind != "offline" else 0
         yield WorkItem(query=q, key=key, image=sent.record(), est_tokens=est)

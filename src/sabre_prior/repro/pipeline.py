@@ -44,8 +44,12 @@ LOG_DIR = "results/logs"
 BASE_CODE = ("__init__", "cli", "cliargs", "config", "contracts", "errors", "io_utils", "registry", "resources")
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-_STAR = re.compile(r"\{\*(model|split)\}")
-_ITEM = re.compile(r"\{(model|split)\}")
+#: The pipeline's dimensions and the params key listing each one's values (a DVC foreach/matrix
+#: axis and a Snakemake wildcard each): models, splits, prompt templates (issue 21).
+DIMENSIONS: dict[str, str] = {"model": "models", "split": "splits", "template": "prompt.templates"}
+_DIM = "|".join(DIMENSIONS)
+_STAR = re.compile(r"\{\*(" + _DIM + r")\}")
+_ITEM = re.compile(r"\{(" + _DIM + r")\}")
 _PARAM = re.compile(r"\{p:([A-Za-z0-9_.]+)\}")
 
 
@@ -63,7 +67,7 @@ class Out:
 @dataclass(frozen=True)
 class Stage:
     name: str
-    over: tuple[str, ...]  # (), ("split",), ("model",) or ("model", "split")
+    over: tuple[str, ...]  # names of DIMENSIONS: (), ("split",), ("model",), ("model", "split"), ("template", "model")
     cmd: str  # {model}, {split}, {p:<params key>}
     deps: tuple[str, ...]
     outs: tuple[Out, ...]
@@ -130,8 +134,25 @@ STAGES: tuple[Stage, ...] = (
         " --output results/predictions/{model}/{split}.jsonl --usage results/usage/{model}/{split}.json",
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
-        params=("models.{model}", "prompt.template"),
+        params=("models.{model}", "prompt.templates.0"),  # the main template only: adding one reruns nothing here
         code=("inference", "data.parquet", "scoring.contract"),
+    ),
+    # Prompt sensitivity (issue 21): every template of prompt.templates, per model, all splits in one
+    # job; the main predictions come first, so that the main template's answers (and any answer
+    # the main journal holds) are reused, never paid twice.
+    Stage(
+        "prompt_run",
+        ("template", "model"),
+        "sabre prompt-run --template {template} --model {model} --data data/parquet --outdir results/prompts/{template}/{model}",
+        deps=(_PARQUET, "results/predictions/{model}/{*split}.jsonl"),
+        outs=(
+            Out("results/prompts/{template}/{model}/predictions/{*split}.jsonl"),
+            Out("results/prompts/{template}/{model}/usage/{*split}.json"),
+            Out("results/prompts/{template}/{model}/traces/{*split}.jsonl"),
+            Out("results/prompts/{template}/{model}/metrics.json"),
+        ),
+        params=("models.{model}", "splits"),
+        code=("inference", "data.parquet", "scoring"),
     ),
     Stage(
         "evaluate",
@@ -241,6 +262,20 @@ STAGES: tuple[Stage, ...] = (
         outs=(Out("results/report/index.html"),),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
         code=("analysis", "formatting", "data.parquet", "inference.prompts"),
+    ),
+    Stage(
+        "prompt_sensitivity",
+        (),
+        "sabre prompt-sensitivity --prompts-dir results/prompts --outdir results/tables --figures-dir results/figures",
+        deps=("results/prompts/{*template}/{*model}/traces/{*split}.jsonl",),
+        outs=(
+            Out("results/tables/prompt_sensitivity.md", report=("Analysis", "Prompt sensitivity")),
+            Out("results/tables/prompt_sensitivity.csv"),
+            Out("results/figures/prompt_sensitivity.png", report=("Figures", "Prompt sensitivity")),
+            Out("results/figures/prompt_sensitivity.pdf"),
+        ),
+        params=(*_AGG_PARAMS, "prompt.templates", *_BOOTSTRAP),
+        code=("analysis", "formatting", "report.plotting"),
     ),
     Stage(
         "manifest",
@@ -366,12 +401,25 @@ def dvc_path(pattern: str) -> str:
 
 
 def get_param(params: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted key (a digit part indexes a list: ``prompt.templates.0``); None if absent."""
     node: Any = params
     for part in key.split("."):
+        if isinstance(node, list) and part.isdigit():
+            if int(part) >= len(node):
+                return None
+            node = node[int(part)]
+            continue
         if not isinstance(node, Mapping) or part not in node:
             return None
         node = node[part]
     return node
+
+
+def templates(params: Mapping[str, Any]) -> list[str]:
+    """``prompt.templates`` (the first is the main table's)."""
+    from ..config import prompt_templates
+
+    return prompt_templates(params)
 
 
 # ---------------------------------------------------------------------------
@@ -425,8 +473,12 @@ class Pipeline:
     def stages(self) -> list[Stage]:
         return [s for s in STAGES if s.name != "demo_data" or self.kind == "demo"]
 
+    @property
+    def templates(self) -> list[str]:
+        return templates(self.params)
+
     def values(self) -> dict[str, list[str]]:
-        return {"model": self.models, "split": self.splits}
+        return {"model": self.models, "split": self.splits, "template": self.templates}
 
     # -- Snakemake's view -------------------------------------------------------
     def fetch_inputs(self, split: str) -> list[str]:
@@ -461,7 +513,7 @@ class Pipeline:
         """The command for Snakemake's ``shell:`` (wildcards, params values filled in, other braces escaped)."""
         text = _PARAM.sub(lambda m: str(get_param(self.params, m.group(1))), stage.command())
         text = text.replace("{", "{{").replace("}", "}}")
-        return re.sub(r"\{\{(model|split)\}\}", r"{wildcards.\1}", text)
+        return re.sub(r"\{\{(" + _DIM + r")\}\}", r"{wildcards.\1}", text)
 
     def jobs(self) -> list[Job]:
         """Every job of the pipeline, producers first."""
@@ -529,15 +581,20 @@ _HEADER = """\
 """
 
 
+def _dvc_param(key: str) -> str:
+    """A params key in DVC's interpolation syntax (``prompt.templates.0`` -> ``prompt.templates[0]``)."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
+
+
 def _dvc_text(text: str, over: tuple[str, ...]) -> str:
     if over == ("split",):
         subst = {"split": "${item}"}
     elif over == ("model",):
         subst = {"model": "${key}"}
-    else:
-        subst = {"model": "${item.model}", "split": "${item.split}"}
+    else:  # a matrix: ${item.<dimension>}
+        subst = {name: "${item." + name + "}" for name in DIMENSIONS}
     text = _ITEM.sub(lambda m: subst[m.group(1)], text)
-    return _PARAM.sub(lambda m: "${" + m.group(1) + "}", text)
+    return _PARAM.sub(lambda m: "${" + _dvc_param(m.group(1)) + "}", text)
 
 
 def _dvc_fetch(pipeline: Pipeline) -> tuple[list[str], bool]:
@@ -570,7 +627,7 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     deps += [*stage.files, *code_paths(stage, pipeline.root)]
     body["deps"] = [_dvc_text(d, stage.over) for d in dict.fromkeys(deps)]
     if stage.params:
-        body["params"] = [_dvc_text(p, stage.over) for p in stage.params]
+        body["params"] = [_dvc_text(p, stage.over) for p in stage.params]  # DVC reads `prompt.templates.0` as is
     outs: dict[str, list[Any]] = {}
     for o in stage.outs:
         path = _dvc_text(dvc_path(o.path), stage.over)
@@ -588,7 +645,7 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     if stage.over == ("model",):
         return {"foreach": "${models}", "do": body}
     if stage.over:
-        return {"matrix": {"model": "${models}", "split": "${splits}"}, **body}
+        return {"matrix": {name: "${" + DIMENSIONS[name] + "}" for name in stage.over}, **body}
     return body
 
 
