@@ -27,7 +27,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .. import contracts as C
 from ..data.parquet import image_mime, iter_rows
@@ -65,24 +65,29 @@ def resolve_template(settings: Mapping[str, Any], template: str | None = None) -
     return str(settings.get("prompt_template") or template or DEFAULT_TEMPLATE)
 
 
-def iter_queries(data_path: Path, split: str, template: str) -> Iterator[Query]:
-    """One :class:`Query` per row, with the image's original bytes, in file order."""
+def iter_queries(
+    data_path: Path, split: str, template: str, repeat: int = 0, only_ids: set[str] | None = None
+) -> Iterator[Query]:
+    """One :class:`Query` per row (or per row of ``only_ids``), with the image's original bytes, in file order."""
     for row in iter_rows(data_path, with_images=True):
+        if only_ids is not None and str(row[C.COL_ID]) not in only_ids:
+            continue
         image = row.pop(C.COL_IMAGE)
         eval_type = resolve_eval_type(row)
         row[C.COL_EVAL_TYPE] = eval_type
         text = render(row, eval_type, template)
         yield Query(
-            id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row, template=template
+            id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row, template=template,
+            repeat=repeat,
         )
 
 
-def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
-    return list(iter_queries(data_path, split, template))
+def build_queries(data_path: Path, split: str, template: str, repeat: int = 0) -> list[Query]:
+    return list(iter_queries(data_path, split, template, repeat))
 
 
 def iter_work_items(
-    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy
+    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy, repeat: int = 0
 ) -> Iterator[WorkItem]:
     """Apply the image policy and key every query by content."""
     identity = backend.cache_identity()
@@ -91,13 +96,15 @@ def iter_work_items(
         sent = prepare_image(q.image, policy)
         if sent.reencoded:
             q = dataclasses.replace(q, image=sent.data, image_mime=sent.mime)
-        key = request_key(identity, template, version, q.text, sent.sha256)
+        key = request_key(identity, template, version, q.text, sent.sha256, repeat)
         est = backend.estimate_input_tokens(q, sent.width, sent.height) if backend.kind != "offline" else 0
         yield WorkItem(query=q, key=key, image=sent.record(), est_tokens=est)
 
 
-def work_items(queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy) -> list[WorkItem]:
-    return list(iter_work_items(queries, backend, template, policy))
+def work_items(
+    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy, repeat: int = 0
+) -> list[WorkItem]:
+    return list(iter_work_items(queries, backend, template, policy, repeat))
 
 
 def _row_count(data_path: Path) -> int | None:
@@ -116,12 +123,12 @@ def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[Wor
 
 
 def _prepare(
-    model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None
+    model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None, repeat: int = 0
 ) -> tuple[Backend, str, list[WorkItem]]:
     template = resolve_template(settings, template)
     backend = create_backend(model, settings)
     policy = ImagePolicy.from_settings(settings, model)
-    items = work_items(build_queries(data_path, split, template), backend, template, policy)
+    items = work_items(build_queries(data_path, split, template, repeat), backend, template, policy, repeat)
     return backend, template, items
 
 
@@ -138,6 +145,8 @@ def predict_split(
     run_log_output: str | Path | None = None,
     journal_dir: str | Path | None = None,
     retry_refusals: bool = False,
+    repeat: int = 0,
+    only_ids: set[str] | None = None,
 ) -> SplitRun:
     """Answer every question of ``split`` with ``model`` and write the prediction file.
 
@@ -160,7 +169,8 @@ def predict_split(
     items: list[WorkItem] = []
     # a generator: the engine starts calling while later questions are still being read
     stream: Iterable[WorkItem] = _collecting(
-        iter_work_items(iter_queries(data_path, split, template), backend, template, policy), items
+        iter_work_items(iter_queries(data_path, split, template, repeat, only_ids), backend, template, policy, repeat),
+        items,
     )
     if missing_key is not None:
         stream = list(stream)
@@ -179,9 +189,10 @@ def predict_split(
             engine_settings,
             desc=f"{model}/{split}",
             progress=progress,
-            journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template},
+            journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template}
+            | ({"repeat": repeat} if repeat else {}),
         )
-        result = engine.run(stream, total=_row_count(data_path))
+        result = engine.run(stream, total=len(only_ids) if only_ids is not None else _row_count(data_path))
     finally:
         if journal is not None:
             journal.close()
@@ -310,6 +321,8 @@ class Estimate:
     batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.inference.batch)
     batch_cost_max: float | None = None
     batch: bool = False  # the model runs in batch mode
+    template: str = ""  # the prompt template priced (prompt.templates)
+    repeat: int = 0  # the stability audit's repeat (0: the main run)
 
 
 def estimate_split(
@@ -320,6 +333,9 @@ def estimate_split(
     *,
     template: str | None = None,
     journal_dir: str | Path | None = None,
+    also_journals: Sequence[Path] = (),
+    repeat: int = 0,
+    only_ids: set[str] | None = None,
 ) -> Estimate:
     """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
 
@@ -332,9 +348,13 @@ def estimate_split(
     """
     import os
 
-    backend, template, items = _prepare(model, settings, split, Path(data_path), template)
+    backend, template, items = _prepare(model, settings, split, Path(data_path), template, repeat)
+    if only_ids is not None:
+        items = [i for i in items if i.query.id in only_ids]
     offline = backend.kind == "offline"
     done = {} if offline else read_journal(journal_path(model, split, journal_dir=journal_dir))
+    for extra in () if offline else also_journals:
+        done.update(read_journal(journal_path(model, split, journal_dir=extra)))
     todo: dict[str, WorkItem] = {}
     cached = 0
     for item in items:
@@ -371,8 +391,57 @@ def estimate_split(
         batch_cost_expected=bprices.cost(input_tokens, expected_out) if bprices else None,
         batch_cost_max=bprices.cost(input_tokens, bound_out) if bprices else None,
         batch=BatchSettings.from_settings(settings, model).enabled,
+        template=template,
+        repeat=repeat,
     )
 
+
+def estimate_dimensions(
+    params: Mapping[str, Any],
+    model: str,
+    settings: Mapping[str, Any],
+    split: str,
+    data_dir: Path,
+    templates: Sequence[str],
+    journal_root: Path | None = None,
+) -> list[Estimate]:
+    """What ``model`` on ``split`` still costs under every dimension of issue 21.
+
+    The main run (the model's template); every template of ``prompt.templates`` in the prompt
+    runs (their own journal, seeded from the main one: the main template costs nothing more);
+    the stability audit's repeats 1..k-1 on the audited subset (repeat 0 is the main run).
+    """
+    from .audit import audit_journal_dir, audit_settings, audited_ids
+    from .prompt_run import template_journal_dir
+
+    root = journal_root or Path(".")
+    data = data_dir / f"{split}.parquet"
+    main_dir = root / C.JOURNAL_DIR
+    out = [estimate_split(model, settings, split, data, template=templates[0], journal_dir=main_dir)]
+    own = {k: v for k, v in settings.items() if k != "prompt_template"}
+    main_template = resolve_template(settings, templates[0])
+    for t in templates:
+        est = estimate_split(
+            model, own, split, data, template=t, journal_dir=template_journal_dir(t, root), also_journals=[main_dir]
+        )
+        if t == main_template:  # answered by the main run first, then copied: nothing more to pay
+            est = dataclasses.replace(est, cached=est.questions, to_call=0, input_tokens=0, output_tokens_expected=0,
+                                      output_tokens_max=0, cost_expected=0.0 if est.cost_expected is not None else None,
+                                      cost_max=0.0 if est.cost_max is not None else None,
+                                      cost_allowance=0.0 if est.cost_allowance is not None else None,
+                                      batch_cost_expected=None, batch_cost_max=None)  # fmt: skip
+        out.append(dataclasses.replace(est, split=f"{split} (prompts)"))
+    audit = audit_settings(params)
+    if audit.repeats > 1:
+        ids = audited_ids(data, split, audit)
+        for r in range(1, audit.repeats):
+            out.append(
+                estimate_split(
+                    model, settings, split, data, template=templates[0],
+                    journal_dir=audit_journal_dir(r, root), repeat=r, only_ids=ids,
+                )
+            )  # fmt: skip
+    return out
 
 def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
     from .batch import check_supported
