@@ -10,6 +10,7 @@ MODELS = PIPELINE.models
 wildcard_constraints:
     split="|".join(SPLITS),
     model="|".join(MODELS),
+    template="|".join(PIPELINE.templates),
 
 
 def stage_inputs(name):

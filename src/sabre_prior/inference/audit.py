@@ -126,7 +126,6 @@ def run_audit(
     params: Mapping[str, Any],
     data_dir: Path,
     traces_dir: Path,
-    outdir: Path,
     *,
     journal_root: Path = Path("."),
     progress: bool = False,
@@ -142,6 +141,7 @@ def run_audit(
 
     audit = audit_settings(params)
     splits = list(params["splits"])
+    usage_by_repeat: dict[str, dict[str, Any]] = {}
     template = prompt_templates(params)[0]
     answers: dict[str, list[dict[str, Any]]] = {}
     subsets: dict[str, list[str]] = {}
@@ -157,26 +157,28 @@ def run_audit(
             answers[f"{split}/{qid}"] = [{"answer": None if t["missing"] else t["normalized_prediction"], "correct": t["correct"]}]
         sub_rows = [r for r in rows if str(r[C.COL_ID]) in ids]
         for r in range(1, audit.repeats):
-            usage_dir = outdir / "usage" / f"r{r}"
             with tempfile.TemporaryDirectory() as tmp:
-                pred_path = Path(tmp) / f"{split}.jsonl"
+                pred_path, usage = Path(tmp) / f"{split}.jsonl", Path(tmp) / f"{split}.usage.json"
                 predict_split(
                     model, settings, split, data, pred_path, template=template, progress=progress,
-                    usage_output=usage_dir / f"{split}.json",
+                    usage_output=usage,
                     run_log_output=Path(C.LOGS_DIR) / "usage" / "audit" / f"r{r}" / model / f"{split}.json",
                     journal_dir=audit_journal_dir(r, journal_root), repeat=r, only_ids=ids,
                 )  # fmt: skip
                 preds = read_predictions(pred_path, ids)
-            usage = usage_dir / f"{split}.json"
-            traces = trace_rows(
-                sub_rows, preds, split, data,
-                refused=usage_ids(usage, "refused_ids"), truncated=usage_ids(usage, "truncated_ids"),
-            )  # fmt: skip
+                traces = trace_rows(
+                    sub_rows, preds, split, data,
+                    refused=usage_ids(usage, "refused_ids"), truncated=usage_ids(usage, "truncated_ids"),
+                )  # fmt: skip
+                summary = read_json_file(usage, missing="usage summary not found")
+            usage_by_repeat.setdefault(f"r{r}", {})[split] = {
+                k: summary.get(k) for k in ("calls", "billed_input_tokens", "billed_output_tokens", "estimated_cost_usd")
+            }
             for t in traces:
                 answers[f"{split}/{t['id']}"].append(
                     {"answer": None if t["missing"] else t["normalized_prediction"], "correct": t["correct"]}
                 )
-            for version, n in (read_json_file(usage, missing="usage summary not found").get("served") or {}).items():
+            for version, n in (summary.get("served") or {}).items():
                 served[version] = served.get(version, 0) + int(n)
     a = analysis_settings(params)
     result = {
@@ -189,6 +191,7 @@ def run_audit(
         "subset": subsets,
         **stability(answers, a.resamples, a.seed, a.confidence),
         "served_in_repeats": dict(sorted(served.items())),
+        "usage": usage_by_repeat,
         "answers": {k: [x["answer"] for x in v] for k, v in sorted(answers.items())},
     }
     return result

@@ -121,7 +121,6 @@ def _audit(args: argparse.Namespace) -> int:
         params,
         Path(args.data),
         Path(args.traces_dir),
-        Path(args.outdir),
         progress=not args.no_progress,
     )
     write_json(Path(args.output), result)
@@ -138,7 +137,6 @@ def _p_audit(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument("--traces-dir", required=True, help="the model's main traces (repeat 0)")
-    p.add_argument("--outdir", required=True, help="where the repeats' usage summaries go (usage/r<r>/<split>.json)")
     p.add_argument("--output", required=True, help="the audit JSON to write")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_params(p)

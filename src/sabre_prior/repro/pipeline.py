@@ -186,8 +186,8 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/main_results.tex"),
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
         ),
-        params=(*_AGG_PARAMS, "dataset.source"),
-        code=("report", "formatting"),
+        params=(*_AGG_PARAMS, "dataset.source", "analysis.report.max_nonanswer_rate"),
+        code=("report", "formatting", "analysis.failure", "analysis.settings", "analysis.stats"),
     ),
     Stage(
         "figures",
@@ -262,6 +262,29 @@ STAGES: tuple[Stage, ...] = (
         outs=(Out("results/report/index.html"),),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
         code=("analysis", "formatting", "data.parquet", "inference.prompts"),
+    ),
+    # API stability audit (issue 21): repeats 1..k-1 of a fixed subset; repeat 0 is the main run's traces
+    Stage(
+        "audit",
+        ("model",),
+        "sabre audit --model {model} --data data/parquet --traces-dir results/traces/{model}"
+        " --output results/audit/{model}.json",
+        deps=(_PARQUET, "results/traces/{model}/{*split}.jsonl"),
+        outs=(Out("results/audit/{model}.json"),),
+        params=("models.{model}", "splits", "audit", "prompt.templates.0", *_BOOTSTRAP),
+        code=("inference", "data.parquet", "scoring", "analysis", "formatting"),
+    ),
+    Stage(
+        "stability",
+        (),
+        "sabre stability --audit-dir results/audit --usage-dir results/usage --outdir results/tables",
+        deps=("results/audit/{*model}.json", "results/usage/{*model}/{*split}.json"),
+        outs=(
+            Out("results/tables/stability.md", report=("Analysis", "API stability")),
+            Out("results/tables/stability.csv"),
+        ),
+        params=(*_AGG_PARAMS, "audit"),
+        code=("analysis", "formatting"),
     ),
     Stage(
         "prompt_sensitivity",
