@@ -185,6 +185,8 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/main_results.csv", report=("Tables", "Main results")),
             Out("results/tables/main_results.tex"),
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
+            Out("results/tables/failure_aware.md", report=("Tables", "Failure-aware scores")),
+            Out("results/tables/failure_aware.csv"),
         ),
         params=(*_AGG_PARAMS, "dataset.source", "analysis.report.max_nonanswer_rate"),
         code=("report", "formatting", "analysis.failure", "analysis.settings", "analysis.stats"),
