@@ -169,6 +169,8 @@ def _report(args: argparse.Namespace) -> int:
         figures=args.figure or [],
         comparison_csv=args.comparison,
         paper_csv=args.paper,
+        sensitivity_csv=args.sensitivity,
+        stability_csv=args.stability,
     )
     out = write_report(args.output, data)
     print(f"{out} ({out.stat().st_size / 1e6:.2f} MB, {len(data['images'])} thumbnails)")
@@ -183,6 +185,8 @@ def _p_report(sub: _Sub) -> None:
     p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON)
     p.add_argument("--comparison", help="model_comparison.csv (optional)")
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
+    p.add_argument("--sensitivity", help="prompt_sensitivity.csv (optional; sabre prompt-sensitivity)")
+    p.add_argument("--stability", help="stability.csv (optional; sabre stability)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
     p.add_argument("--output", default=C.REPORT_PATH)

@@ -105,7 +105,7 @@ DIAGNOSTIC_TABLES = (
     "diagnostics_language.csv",
     "diagnostics_parsing.csv",
 )
-REPORT_FIGURES = (*FIGURES, "pair_outcomes")
+REPORT_FIGURES = (*FIGURES, "pair_outcomes", "prompt_sensitivity")
 
 #: The pipeline. Order: producers before consumers.
 STAGES: tuple[Stage, ...] = (
@@ -244,27 +244,6 @@ STAGES: tuple[Stage, ...] = (
         params=_AGG_PARAMS,
         code=("analysis", "formatting"),
     ),
-    Stage(
-        "html_report",
-        (),
-        "sabre report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals"
-        " --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv"
-        " --paper results/tables/paper_comparison.csv"
-        + "".join(f" --figure results/figures/{fig}.png" for fig in REPORT_FIGURES)
-        + " --output results/report/index.html",
-        deps=(
-            _TRACES,
-            _PARQUET,
-            _INTERVALS,
-            "results/analysis/diagnostics.json",
-            "results/tables/model_comparison.csv",
-            "results/tables/paper_comparison.csv",
-            *(f"results/figures/{fig}.png" for fig in REPORT_FIGURES),
-        ),
-        outs=(Out("results/report/index.html"),),
-        params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
-        code=("analysis", "formatting", "data.parquet", "inference.prompts"),
-    ),
     # API stability audit (issue 21): repeats 1..k-1 of a fixed subset; repeat 0 is the main run's traces
     Stage(
         "audit",
@@ -301,6 +280,30 @@ STAGES: tuple[Stage, ...] = (
         ),
         params=(*_AGG_PARAMS, "prompt.templates", *_BOOTSTRAP),
         code=("analysis", "formatting", "report.plotting"),
+    ),
+    Stage(
+        "html_report",
+        (),
+        "sabre report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals"
+        " --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv"
+        " --paper results/tables/paper_comparison.csv"
+        + " --sensitivity results/tables/prompt_sensitivity.csv --stability results/tables/stability.csv"
+        + "".join(f" --figure results/figures/{fig}.png" for fig in REPORT_FIGURES)
+        + " --output results/report/index.html",
+        deps=(
+            _TRACES,
+            _PARQUET,
+            _INTERVALS,
+            "results/analysis/diagnostics.json",
+            "results/tables/model_comparison.csv",
+            "results/tables/paper_comparison.csv",
+            "results/tables/prompt_sensitivity.csv",
+            "results/tables/stability.csv",
+            *(f"results/figures/{fig}.png" for fig in REPORT_FIGURES),
+        ),
+        outs=(Out("results/report/index.html"),),
+        params=(*_AGG_PARAMS, "dataset.source", "analysis.report"),
+        code=("analysis", "formatting", "data.parquet", "inference.prompts"),
     ),
     Stage(
         "manifest",
