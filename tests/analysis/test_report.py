@@ -92,6 +92,7 @@ def test_trace_and_data_must_agree() -> None:
         "parsed": True,
         "missing": False,
         "correct": True,
+        "outcome": "correct",
     }
     assert aligned_results(questions, [{**row, "id": "b"}, {**row, "id": "a"}], "t")[0] == [
         "1",
@@ -101,6 +102,7 @@ def test_trace_and_data_must_agree() -> None:
         True,
         False,
         True,
+        "correct",
     ]
     with pytest.raises(DataError, match=r"t: trace and data disagree \(not in trace: \['b'\]; not in data: \['c'\]\)"):
         aligned_results(questions, [{**row, "id": "a"}, {**row, "id": "c"}], "t")
@@ -174,7 +176,10 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             assert rows.count() == 5
             assert rows.nth(0).inner_text().split("\t")[1:] == ["100 [100, 100]"] * 4 + ["100.0 [100.0, 100.0]"]
             mixed = rows.nth(3).inner_text()
-            assert mixed.startswith("Mixed") and "50 [" in mixed and "43.8 [" in mixed
+            # the mixed model leaves questions without a prediction (failed): flagged beside the value
+            assert mixed.startswith("Mixed") and "50† [" in mixed and "43.8† [" in mixed
+            assert page.locator("#flags").is_visible() and "Mixed / context" in page.locator("#flags").inner_text()
+            assert page.locator("#failure-table tbody tr.flagged").count() >= 1
             assert page.eval_on_selector("#figures img", "i => i.naturalWidth") > 500
             assert page.locator("#paper-table tbody tr").count() == 5
             assert page.locator("#comparison-table tbody tr").count() == 10 * 5
