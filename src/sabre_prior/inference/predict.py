@@ -421,16 +421,13 @@ def estimate_dimensions(
     own = {k: v for k, v in settings.items() if k != "prompt_template"}
     main_template = resolve_template(settings, templates[0])
     for t in templates:
-        est = estimate_split(
-            model, own, split, data, template=t, journal_dir=template_journal_dir(t, root), also_journals=[main_dir]
+        if t == main_template:  # answered by the main run first and copied from its journal: nothing more to pay
+            continue
+        out.append(
+            estimate_split(
+                model, own, split, data, template=t, journal_dir=template_journal_dir(t, root), also_journals=[main_dir]
+            )
         )
-        if t == main_template:  # answered by the main run first, then copied: nothing more to pay
-            est = dataclasses.replace(est, cached=est.questions, to_call=0, input_tokens=0, output_tokens_expected=0,
-                                      output_tokens_max=0, cost_expected=0.0 if est.cost_expected is not None else None,
-                                      cost_max=0.0 if est.cost_max is not None else None,
-                                      cost_allowance=0.0 if est.cost_allowance is not None else None,
-                                      batch_cost_expected=None, batch_cost_max=None)  # fmt: skip
-        out.append(dataclasses.replace(est, split=f"{split} (prompts)"))
     audit = audit_settings(params)
     if audit.repeats > 1:
         ids = audited_ids(data, split, audit)
@@ -468,6 +465,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
         "cost USD (exp/max)",
         "with retries",
         "batch USD (exp/max)",
+        "template",
+        "repeat",
     )
     rows: list[tuple[str, ...]] = []
 
@@ -488,6 +487,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
                 f"{money(e.cost_expected)}/{money(e.cost_max)}",
                 money(e.cost_allowance),
                 f"{money(e.batch_cost_expected)}/{money(e.batch_cost_max)}{' b' if e.batch else ''}",
+                e.template,
+                str(e.repeat),
             )
         )
     priced = [e for e in estimates if e.cost_expected is not None]
@@ -507,6 +508,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
             f"{money(total_exp)}/{money(total_max)}",
             money(total_allow),
             _batch_total(estimates, money),
+            "",
+            "",
         )
     )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -523,6 +526,11 @@ def format_estimates(estimates: list[Estimate]) -> str:
         lines.append(
             "* reasoning / thinking not switched off (" + ", ".join(reasoning) + "): "
             "expected output is the whole max_output_tokens budget per call"
+        )
+    if any(e.repeat or (e.template and e.template != estimates[0].template) for e in estimates):
+        lines.append(
+            "template / repeat: the prompt-sensitivity runs (prompt.templates; the main template is the main run's) "
+            "and the stability audit's repeats (repeat 0 is the main run)"
         )
     lines.append(
         "with retries: the max bound with every call retried as a budget-spent empty answer "

@@ -156,6 +156,8 @@ def summarize(
         "empty_budget_spent_ids": budget,
         "truncated": len(truncated),
         "truncated_ids": truncated,
+        # what the provider said served the answers (issue 21): "<model>[ / <system_fingerprint>]" -> answers
+        "served": served_versions(records[q] for q in question_ids if q in records),
         "failed": len(failures),
         "failed_ids": sorted(failures),
         "calls": totals.calls,
@@ -177,6 +179,30 @@ def summarize(
         },
         "sent_images": sent,
     }
+
+
+def served_label(record: Mapping[str, Any]) -> str | None:
+    """``"<served model>"`` or ``"<served model> / <system fingerprint>"`` of one journal record (None: not reported)."""
+    served = (record.get("extra") or {}).get("served") if isinstance(record.get("extra"), Mapping) else None
+    if not isinstance(served, Mapping) or not served.get("model"):
+        return None
+    fp = served.get("system_fingerprint")
+    return f"{served['model']} / {fp}" if fp else str(served["model"])
+
+
+def served_versions(records: Any) -> dict[str, int]:
+    """Served version label -> answers, over records (each distinct call once)."""
+    out: dict[str, int] = {}
+    seen: set[str] = set()
+    for rec in records:
+        key = str(rec.get("key"))
+        if key in seen:
+            continue
+        seen.add(key)
+        label = served_label(rec)
+        if label is not None:
+            out[label] = out.get(label, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
