@@ -16,7 +16,8 @@ from sabre_prior.analysis.robustness import drift, served_versions, template_sco
 from sabre_prior.analysis.settings import AnalysisSettings
 from sabre_prior.errors import ConfigError
 from sabre_prior.inference import prompts
-from sabre_prior.inference.audit import AuditSettings, select_subset, stability
+from sabre_prior.audit import stability
+from sabre_prior.inference.audit import AuditSettings, select_subset
 from sabre_prior.inference.journal import read_journal
 from sabre_prior.inference.models.baseline import BaselineBackend
 from sabre_prior.inference.models.base import Query

@@ -233,6 +233,7 @@ def _p_stability(sub: _Sub) -> None:
     p.set_defaults(func=_stability)
 
 
+
 REGISTRARS: list[Callable[[_Sub], None]] = [
     _p_intervals, _p_compare, _p_diagnose, _p_paper_compare, _p_report, _p_prompt_sensitivity, _p_stability,
 ]  # fmt: skip

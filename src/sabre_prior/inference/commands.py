@@ -70,80 +70,6 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------
-# prompt-run (the prompt-sensitivity dimension)
-# ---------------------------------------------------------------------------
-def _prompt_run(args: argparse.Namespace) -> int:
-    from ..config import load_params, model_settings, prompt_templates
-    from ..errors import ConfigError
-    from .prompt_run import run_template
-
-    params = load_params(args.params)
-    if args.template not in prompt_templates(params):
-        raise ConfigError(f"{args.params}: prompt.templates does not list {args.template!r}: {prompt_templates(params)}")
-    metrics = run_template(
-        args.model,
-        model_settings(params, args.model, args.params),
-        args.template,
-        list(params["splits"]),
-        Path(args.data),
-        Path(args.outdir),
-        progress=not args.no_progress,
-    )
-    print(f"{args.template}/{args.model}: macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.outdir}")
-    return 0
-
-
-def _p_prompt_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "prompt-run", help="run one model under one template of prompt.templates on every split and score it"
-    )
-    p.add_argument("--template", required=True, help="a template listed in prompt.templates (docs/prompts.md)")
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
-    p.add_argument("--outdir", required=True, help="where predictions/, usage/, traces/ and metrics.json go")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_params(p)
-    p.set_defaults(func=_prompt_run)
-
-
-# ---------------------------------------------------------------------------
-# audit (API stability)
-# ---------------------------------------------------------------------------
-def _audit(args: argparse.Namespace) -> int:
-    from ..config import load_params, model_settings
-    from ..io_utils import write_json
-    from .audit import run_audit
-
-    params = load_params(args.params)
-    result = run_audit(
-        args.model,
-        model_settings(params, args.model, args.params),
-        params,
-        Path(args.data),
-        Path(args.traces_dir),
-        progress=not args.no_progress,
-    )
-    write_json(Path(args.output), result)
-    if result["enabled"]:
-        flip = result["flip_rate"]
-        print(f"{args.model}: {result['repeats']} repeats of {result['questions']} questions, flip rate {flip['estimate']:.3f} -> {args.output}")
-    else:
-        print(f"{args.model}: audit off (audit.repeats is 1) -> {args.output}")
-    return 0
-
-
-def _p_audit(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="API stability audit: re-ask a fixed subset audit.repeats - 1 times (repeat 0 is the main run)")
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
-    p.add_argument("--traces-dir", required=True, help="the model's main traces (repeat 0)")
-    p.add_argument("--output", required=True, help="the audit JSON to write")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_params(p)
-    p.set_defaults(func=_audit)
-
-
-# ---------------------------------------------------------------------------
 # estimate (dry run)
 # ---------------------------------------------------------------------------
 def _estimate(args: argparse.Namespace) -> int:
@@ -203,4 +129,4 @@ def _p_batches(sub: argparse._SubParsersAction) -> None:
 
 
 #: Subcommand registrars, in help order.
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_predict, _p_prompt_run, _p_audit, _p_estimate, _p_batches]
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_predict, _p_estimate, _p_batches]

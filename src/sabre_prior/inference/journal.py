@@ -60,6 +60,11 @@ def journal_path(model: str, split: str, root: str | Path = ".", journal_dir: st
     return base / model / f"{split}.jsonl"
 
 
+def template_journal_dir(template: str, root: str | Path = ".") -> Path:
+    """The journal folder of a prompt-sensitivity template (``.sabre/journal/prompts/<template>``)."""
+    return Path(root) / C.JOURNAL_DIR / "prompts" / template
+
+
 def request_key(
     identity: Mapping[str, Any],
     template: str,

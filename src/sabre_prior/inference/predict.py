@@ -412,7 +412,7 @@ def estimate_dimensions(
     the stability audit's repeats 1..k-1 on the audited subset (repeat 0 is the main run).
     """
     from .audit import audit_journal_dir, audit_settings, audited_ids
-    from .prompt_run import template_journal_dir
+    from .journal import template_journal_dir
 
     root = journal_root or Path(".")
     data = data_dir / f"{split}.parquet"

@@ -44,7 +44,8 @@ def _manifest(args: argparse.Namespace) -> int:
         print("\n".join(commits) if commits else "no commit among the last 200 holds exactly this code")
         return 0 if commits else 1
     params = load_params(args.params)
-    manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root)
+    usage = Path(args.usage_dir) if args.usage_dir else None
+    manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root, usage)
     head = _git_head(root)
     matches = head != "unknown" and head in find_commits(root, manifest["code"], limit=1)
     # the commit goes to the log, not into the tracked manifest (see sabre_prior.repro.manifest)
@@ -57,6 +58,10 @@ def _p_manifest(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("manifest", help="write the run manifest (code ids, package versions, params and data hashes)")
     p.add_argument("--output", default="results/manifest.json")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    p.add_argument(
+        "--usage-dir",
+        help="usage summaries (<model>/<split>.json): list the model versions the providers said served each model",
+    )
     p.add_argument(
         "--find-commits",
         action="store_true",

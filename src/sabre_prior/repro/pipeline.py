@@ -152,7 +152,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/prompts/{template}/{model}/metrics.json"),
         ),
         params=("models.{model}", "splits"),
-        code=("inference", "data.parquet", "scoring"),
+        code=("prompt_run", "inference", "data.parquet", "scoring"),
     ),
     Stage(
         "evaluate",
@@ -202,7 +202,7 @@ STAGES: tuple[Stage, ...] = (
             for ext in ("png", "pdf")
         ),
         params=(*_AGG_PARAMS, "dataset.source"),
-        code=("report", "formatting"),
+        code=("report", "formatting", "analysis.failure", "analysis.settings", "analysis.stats"),
     ),
     Stage(
         "compare",
@@ -253,7 +253,7 @@ STAGES: tuple[Stage, ...] = (
         deps=(_PARQUET, "results/traces/{model}/{*split}.jsonl"),
         outs=(Out("results/audit/{model}.json"),),
         params=("models.{model}", "splits", "audit", "prompt.templates.0", *_BOOTSTRAP),
-        code=("inference", "data.parquet", "scoring", "analysis", "formatting"),
+        code=("audit", "inference", "data.parquet", "scoring", "analysis", "formatting"),
     ),
     Stage(
         "stability",
@@ -265,7 +265,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/stability.csv"),
         ),
         params=(*_AGG_PARAMS, "audit"),
-        code=("analysis", "formatting"),
+        code=("analysis", "formatting", "report.plotting"),
     ),
     Stage(
         "prompt_sensitivity",
@@ -308,8 +308,8 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "manifest",
         (),
-        "sabre manifest --output results/manifest.json --data data/parquet",
-        deps=(_PARQUET,),
+        "sabre manifest --output results/manifest.json --data data/parquet --usage-dir results/usage",
+        deps=(_PARQUET, "results/usage/{*model}/{*split}.json"),  # the served model versions
         outs=(Out("results/manifest.json"),),
         code=("src/sabre_prior",),
         files=("params.yaml", "Snakefile", "workflow"),

@@ -1,5 +1,8 @@
 """``sabre prompt-run``: one model under one prompt template, every split, scored.
 
+A module of its own (registered in :data:`sabre_prior.cli.COMMANDS`): it predicts and scores, so
+only the prompt_run stage depends on both the inference and the scoring code.
+
 The prompt-sensitivity dimension (issue 21): ``prompt.templates`` lists the templates
 (docs/prompts.md); the first is the main table's.  For every template and model this writes,
 under ``results/prompts/<template>/<model>/``, the predictions, usage summaries, traces and the
@@ -19,17 +22,16 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import contracts as C
-from .journal import Journal, journal_path, read_journal
+import argparse
+from collections.abc import Callable
+
+from . import contracts as C
+from .cliargs import add_params
+from .inference.journal import Journal, journal_path, read_journal, template_journal_dir
 
 log = logging.getLogger(__name__)
 
 PROMPTS_DIR = "results/prompts"
-
-
-def template_journal_dir(template: str, root: str | Path = ".") -> Path:
-    return Path(root) / C.JOURNAL_DIR / "prompts" / template
-
 
 def seed_journal(model: str, split: str, template: str, *, main_dir: Path | None = None, into: Path | None = None) -> int:
     """Copy the main journal's final answers given under ``template`` into the template's journal.
@@ -62,9 +64,9 @@ def run_template(
     journal_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Predict every split under ``template`` and score it; returns the metrics."""
-    from ..scoring.evaluate import evaluate_predictions
-    from .predict import predict_split
-    from .prompts import check_templates
+    from .inference.predict import predict_split
+    from .inference.prompts import check_templates
+    from .scoring.evaluate import evaluate_predictions
 
     check_templates([template])
     out = Path(outdir)
@@ -96,3 +98,44 @@ def run_template(
         trace_dir=out / "traces",
         usage_dir=out / "usage",
     )
+
+
+# ---------------------------------------------------------------------------
+# prompt-run (the prompt-sensitivity dimension)
+# ---------------------------------------------------------------------------
+def _prompt_run(args: argparse.Namespace) -> int:
+    from .config import load_params, model_settings, prompt_templates
+    from .errors import ConfigError
+    
+    params = load_params(args.params)
+    if args.template not in prompt_templates(params):
+        raise ConfigError(f"{args.params}: prompt.templates does not list {args.template!r}: {prompt_templates(params)}")
+    metrics = run_template(
+        args.model,
+        model_settings(params, args.model, args.params),
+        args.template,
+        list(params["splits"]),
+        Path(args.data),
+        Path(args.outdir),
+        progress=not args.no_progress,
+    )
+    print(f"{args.template}/{args.model}: macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.outdir}")
+    return 0
+
+
+def _p_prompt_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "prompt-run", help="run one model under one template of prompt.templates on every split and score it"
+    )
+    p.add_argument("--template", required=True, help="a template listed in prompt.templates (docs/prompts.md)")
+    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    p.add_argument("--outdir", required=True, help="where predictions/, usage/, traces/ and metrics.json go")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_params(p)
+    p.set_defaults(func=_prompt_run)
+
+
+
+#: Subcommand registrars.
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_prompt_run]
