@@ -35,7 +35,10 @@ pytestmark = pytest.mark.slow
 
 UP_TO_DATE = "Data and pipelines are up to date."
 #: Stages that aggregate over all models (re-run when a model is added or changed).
-AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data"}
+AGGREGATES = {
+    "tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data",
+    "prompt_sensitivity", "stability",
+}  # fmt: skip
 
 
 def _params(project: Path) -> dict:
@@ -50,6 +53,8 @@ def _model_of(stage: str) -> str | None:
     if "@" not in stage or stage.startswith("fetch@"):
         return None
     key = stage.split("@", 1)[1]
+    if stage.startswith("prompt_run@"):  # <template>-<model>
+        return key.split("-", 1)[1]
     return key.rsplit("-", 1)[0] if stage.startswith("predict@") else key
 
 
@@ -159,7 +164,10 @@ def test_edited_prediction_is_rescored_and_then_recorded(work: Path) -> None:
 # ---------------------------------------------------------------------------
 def _new_model_stages(params: dict) -> set[str]:
     m = "always_yes_again"
-    return {*(f"predict@{m}-{s}" for s in params["splits"]), f"evaluate@{m}", f"intervals@{m}"}
+    return {
+        *(f"predict@{m}-{s}" for s in params["splits"]), f"evaluate@{m}", f"intervals@{m}", f"audit@{m}",
+        *(f"prompt_run@{t}-{m}" for t in params["prompt"]["templates"]),
+    }  # fmt: skip
 
 
 def test_dvc_repro_after_adding_a_model_runs_only_its_stages(work: Path) -> None:
@@ -178,6 +186,7 @@ def test_snakemake_after_adding_a_model_runs_only_its_jobs(work: Path) -> None:
     jobs = planned_jobs(out(smk(work, "-n", "all")))
     n_splits = len(_params(work)["splits"])
     assert jobs.pop("predict") == n_splits and jobs.pop("evaluate") == 1 and jobs.pop("intervals") == 1
+    assert jobs.pop("prompt_run") == len(_params(work)["prompt"]["templates"]) and jobs.pop("audit") == 1
     assert set(jobs) <= AGGREGATES and all(n == 1 for n in jobs.values()), jobs
     smk(work, "--cores", "2", "all")
     assert UP_TO_DATE in dvc(work, "status").stdout
