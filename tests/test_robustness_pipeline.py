@@ -42,7 +42,8 @@ ADD_REPEATS = ("  repeats: 1\n", "  repeats: 2\n")
 def test_snakemake_after_adding_a_template_runs_only_its_jobs(work: Path) -> None:
     _edit(work, *ADD_TEMPLATE)
     jobs = planned_jobs(out(smk(work, "-n", "all")))
-    assert jobs == {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "html_report": 1}, jobs
+    # the manifest reads params.yaml as a whole (it records its hash): it re-runs on any params change
+    assert jobs == {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "html_report": 1, "manifest": 1}, jobs
     smk(work, "--cores", "2", "all")
     assert UP_TO_DATE in dvc(work, "status").stdout
     table = (work / "results/tables/prompt_sensitivity.csv").read_text().splitlines()
@@ -56,7 +57,7 @@ def test_dvc_repro_after_adding_a_template_runs_only_its_stages(work: Path) -> N
     ran = dvc_ran(out(proc))
     print(f"\ndvc repro after adding a template: {len(ran)} stages in {seconds:.1f} s: {', '.join(ran)}")
     assert sorted(ran) == sorted(
-        [*(f"prompt_run@format_v1-{m}" for m in _models(work)), "prompt_sensitivity", "html_report"]
+        [*(f"prompt_run@format_v1-{m}" for m in _models(work)), "prompt_sensitivity", "html_report", "manifest"]
     )
     assert planned_jobs(out(smk(work, "-n", "all"))) == {}  # Snakemake agrees afterwards
 
@@ -64,10 +65,10 @@ def test_dvc_repro_after_adding_a_template_runs_only_its_stages(work: Path) -> N
 def test_adding_repeats_reruns_only_the_audit_in_both(work: Path) -> None:
     _edit(work, *ADD_REPEATS)
     jobs = planned_jobs(out(smk(work, "-n", "all")))
-    assert jobs == {"audit": len(_models(work)), "stability": 1, "html_report": 1}, jobs
+    assert jobs == {"audit": len(_models(work)), "stability": 1, "html_report": 1, "manifest": 1}, jobs
     proc = dvc(work, "repro")
     ran = dvc_ran(out(proc))
-    assert sorted(ran) == sorted([*(f"audit@{m}" for m in _models(work)), "stability", "html_report"])
+    assert sorted(ran) == sorted([*(f"audit@{m}" for m in _models(work)), "stability", "html_report", "manifest"])
     assert planned_jobs(out(smk(work, "-n", "all"))) == {}
     audit = json.loads((work / "results/audit/random.json").read_text())
     assert audit["enabled"] and audit["repeats"] == 2
@@ -87,3 +88,33 @@ def test_main_table_is_the_same_with_the_robustness_demo(work: Path) -> None:
     flips = [json.loads((work / f"results/audit/{m}.json").read_text())["flipped"] for m in _models(work)]
     assert flips[_models(work).index("random")] > 0 and flips[_models(work).index("prior")] == 0
     assert UP_TO_DATE in dvc(work, "status").stdout
+
+
+def _documented_sabre_commands() -> list[str]:
+    """The `sabre ...` lines of the bash blocks of issue 21's docs."""
+    from project import ROOT
+
+    found = []
+    for doc in ("docs/prompts.md", "docs/outcomes.md", "docs/stability.md"):
+        in_block = False
+        for line in (ROOT / doc).read_text(encoding="utf-8").splitlines():
+            if line.startswith("```"):
+                in_block = not in_block
+                continue
+            if in_block and line.startswith("sabre "):
+                found.append(line)
+    return found
+
+
+def test_documented_sabre_commands_run_on_the_robustness_demo(work: Path) -> None:
+    import shlex
+
+    from project import run
+
+    commands = _documented_sabre_commands()
+    assert len(commands) >= 7
+    (work / "params.yaml").write_text((work / "configs/robustness.yaml").read_text())
+    smk(work, "--cores", "2", "all")
+    for command in commands:
+        argv = shlex.split(command)
+        run([str(BIN / argv[0]), *argv[1:]], work)
