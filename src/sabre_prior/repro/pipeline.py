@@ -241,7 +241,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/paper_comparison.md", report=("Analysis", "Comparison with the paper")),
             Out("results/tables/paper_comparison.csv"),
         ),
-        params=_AGG_PARAMS,
+        params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
         code=("analysis", "formatting"),
     ),
     # API stability audit (issue 21): repeats 1..k-1 of a fixed subset; repeat 0 is the main run's traces
