@@ -209,9 +209,13 @@ def test_code_change_reruns_in_snakemake_what_dvc_would(work: Path) -> None:
     evaluate_py.write_text(evaluate_py.read_text() + "\n# a change DVC sees through the stage's code deps\n")
     changed = _changed(work)
     models = list(_params(work)["models"])
-    assert changed == {f"evaluate@{m}" for m in models} | {"manifest"}
+    templates = _params(work)["prompt"]["templates"]
+    # the prompt runs and the audit score their answers with the same code (issue 21)
+    scoring = {f"audit@{m}" for m in models} | {f"prompt_run@{t}-{m}" for t in templates for m in models}
+    assert changed == {f"evaluate@{m}" for m in models} | scoring | {"manifest"}
     jobs = planned_jobs(out(smk(work, "-n", "all")))
     assert jobs["evaluate"] == len(models) and jobs["manifest"] == 1, jobs
+    assert jobs["audit"] == len(models) and jobs["prompt_run"] == len(templates) * len(models), jobs
     assert "predict" not in jobs and "fetch" not in jobs
     smk(work, "--cores", "2", "all")
     assert UP_TO_DATE in dvc(work, "status").stdout
