@@ -202,6 +202,15 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             assert parse.evaluate_all("rs => rs.map(r => r.dataset.id.slice(0, 11))") == ["context_004"] * 4
             assert "parse failure" in parse.nth(0).inner_text()
             page.uncheck("#filter-parse")
+            # every question's outcome (issue 21): the "maybe" answers are unparseable, context_005 has no line
+            page.select_option("#filter-outcome", "unparseable")
+            unparseable = page.locator("#q-rows tr")
+            assert unparseable.evaluate_all("rs => rs.map(r => r.dataset.id.slice(0, 11))") == ["context_004"] * 4
+            page.select_option("#filter-outcome", "failed")
+            failed = page.locator("#q-rows tr")
+            assert failed.count() >= 1 and set(failed.evaluate_all("rs => rs.map(r => r.dataset.outcome)")) == {"failed"}
+            assert "context_005" in failed.nth(0).inner_text() and "failed" in failed.nth(0).inner_text()
+            page.select_option("#filter-outcome", "all")
             page.select_option("#filter-probe", "edited_target")
             probe = page.locator("#q-rows tr")
             assert probe.count() == 6
