@@ -201,3 +201,27 @@ def test_template_differences_are_paired() -> None:
     assert diff["estimate"] == pytest.approx(-0.1)
     # paired: the difference varies only through the two discordant questions, far less than either macro
     assert diff["high"] <= 0.0 and diff["high"] - diff["low"] < out[1]["macro"]["high"] - out[1]["macro"]["low"]
+
+
+def test_cost_is_split_by_template_and_repeat(project: Path, server: FakeServer) -> None:
+    for split in ("context", "attribute"):
+        _run(["predict", "--model", "fake", "--split", split, "--no-progress"])
+    _run(["evaluate", "--predictions", "results/predictions/fake", "--params", "params.yaml",
+          "--output", "results/metrics/fake.json", "--trace-dir", "results/traces/fake", "--usage", "results/usage/fake"])  # fmt: skip
+    _run(["prompt-run", "--template", "format_v1", "--model", "fake", "--outdir", "results/prompts/format_v1/fake", "--no-progress"])
+    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    _run(["stability", "--prompts-dir", "results/prompts", "--outdir", "results/tables"])
+    import csv
+
+    rows = list(csv.DictReader((project / "results/tables/cost.csv").open()))
+    calls = {(r["template"], r["repeat"], r["split"]): int(r["calls"]) for r in rows}
+    assert calls == {
+        ("screening_v1", "0", "context"): 8, ("screening_v1", "0", "attribute"): 5,
+        ("format_v1", "0", "context"): 8, ("format_v1", "0", "attribute"): 5,
+        ("screening_v1", "1", "context"): 4, ("screening_v1", "1", "attribute"): 4,
+        ("screening_v1", "2", "context"): 4, ("screening_v1", "2", "attribute"): 4,
+    }  # fmt: skip
+    assert sum(calls.values()) == len(server.calls)  # every call made is in the table, once
+    assert all(float(r["estimated_cost_usd"]) > 0 for r in rows)
+    stability_md = (project / "results/tables/stability.md").read_text()
+    assert "| fake-model-1-2026-01-01 / fp_fake0001 (29) |" in stability_md  # 13 main + 16 audit answers, no drift

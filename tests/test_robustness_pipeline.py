@@ -43,7 +43,9 @@ def test_snakemake_after_adding_a_template_runs_only_its_jobs(work: Path) -> Non
     _edit(work, *ADD_TEMPLATE)
     jobs = planned_jobs(out(smk(work, "-n", "all")))
     # the manifest reads params.yaml as a whole (it records its hash): it re-runs on any params change
-    assert jobs == {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "html_report": 1, "manifest": 1}, jobs
+    # stability also writes cost.csv, which splits the cost by template
+    expected = {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "stability": 1, "html_report": 1, "manifest": 1}
+    assert jobs == expected, jobs
     smk(work, "--cores", "2", "all")
     assert UP_TO_DATE in dvc(work, "status").stdout
     table = (work / "results/tables/prompt_sensitivity.csv").read_text().splitlines()
@@ -57,7 +59,8 @@ def test_dvc_repro_after_adding_a_template_runs_only_its_stages(work: Path) -> N
     ran = dvc_ran(out(proc))
     print(f"\ndvc repro after adding a template: {len(ran)} stages in {seconds:.1f} s: {', '.join(ran)}")
     assert sorted(ran) == sorted(
-        [*(f"prompt_run@format_v1-{m}" for m in _models(work)), "prompt_sensitivity", "html_report", "manifest"]
+        [*(f"prompt_run@format_v1-{m}" for m in _models(work)), "prompt_sensitivity", "stability", "html_report",
+         "manifest"]  # fmt: skip
     )
     assert planned_jobs(out(smk(work, "-n", "all"))) == {}  # Snakemake agrees afterwards
 

@@ -218,7 +218,8 @@ def _stability(args: argparse.Namespace) -> int:
     from .robustness import write_stability
 
     params, _ = _load(args)
-    out = write_stability(params, Path(args.audit_dir), Path(args.usage_dir), Path(args.outdir))
+    prompts = Path(args.prompts_dir) if args.prompts_dir else None
+    out = write_stability(params, Path(args.audit_dir), Path(args.usage_dir), Path(args.outdir), prompts)
     drifting = [e["model"] for e in out if e["drift"]]
     print(f"stability: {len(out)} models" + (f"; drift: {', '.join(drifting)}" if drifting else "") + f" -> {args.outdir}")
     return 0
@@ -228,6 +229,7 @@ def _p_stability(sub: _Sub) -> None:
     p = sub.add_parser("stability", help="API stability table: flip rate, accuracy across repeats, served versions")
     p.add_argument("--audit-dir", default="results/audit", help="<model>.json from `sabre audit`")
     p.add_argument("--usage-dir", default=C.USAGE_DIR, help="the main run's usage summaries (served versions)")
+    p.add_argument("--prompts-dir", help="the prompt runs (<template>/<model>/usage/): their cost in cost.csv")
     p.add_argument("--outdir", default=C.TABLES_DIR)
     add_params(p)
     p.set_defaults(func=_stability)

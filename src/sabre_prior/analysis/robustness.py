@@ -10,6 +10,9 @@ macro difference's replicate ``b`` is the mean of the splits' replicates ``b``.
 **Stability** (``results/tables/stability.{md,csv}``): per model, from ``results/audit/<model>.json``
 (:mod:`sabre_prior.inference.audit`), the flip rate with its interval, the subset accuracy's mean,
 standard deviation and range across repeats, and the served model versions with a drift flag.
+
+**Cost** (``results/tables/cost.csv``, written with the stability table): calls, billed tokens and
+estimated cost per model, template, repeat and split (main run, prompt runs, audit repeats).
 """
 
 from __future__ import annotations
@@ -187,7 +190,42 @@ def drift(served: Mapping[str, int]) -> bool:
     return len(served) > 1
 
 
-def write_stability(params: Mapping[str, Any], audit_dir: Path, usage_dir: Path, tables_dir: Path) -> list[dict[str, Any]]:
+COST_STEM = "cost"
+COST_HEADER = ("model", "template", "repeat", "split", "calls", "billed_input_tokens", "billed_output_tokens", "estimated_cost_usd")
+_COST_KEYS = COST_HEADER[4:]
+
+
+def cost_rows(
+    params: Mapping[str, Any], usage_dir: Path, prompts_dir: Path | None, audits: Mapping[str, Mapping[str, Any]]
+) -> list[list[Any]]:
+    """What was spent, split by model, template and repeat: the main run (its template, repeat 0),
+    every other template's prompt run (repeat 0) and the audit's repeats 1..k-1 (the main template)."""
+    from ..config import prompt_templates
+
+    templates = prompt_templates(params)
+    rows: list[list[Any]] = []
+
+    def usage(path: Path) -> Mapping[str, Any]:
+        return read_json_file(path, missing="usage summary not found (run `sabre predict` / `sabre prompt-run`)")
+
+    for model in params["models"]:
+        for split in params["splits"]:
+            u = usage(Path(usage_dir) / model / f"{split}.json")
+            rows.append([model, u.get("template") or templates[0], 0, split, *(u.get(k) for k in _COST_KEYS)])
+        if prompts_dir is not None:
+            for t in templates[1:]:
+                for split in params["splits"]:
+                    u = usage(Path(prompts_dir) / t / model / "usage" / f"{split}.json")
+                    rows.append([model, t, 0, split, *(u.get(k) for k in _COST_KEYS)])
+        for rep, per_split in sorted((audits.get(model) or {}).get("usage", {}).items(), key=lambda kv: int(kv[0][1:])):
+            for split, u in per_split.items():
+                rows.append([model, audits[model].get("template"), int(rep[1:]), split, *(u.get(k) for k in _COST_KEYS)])
+    return rows
+
+
+def write_stability(
+    params: Mapping[str, Any], audit_dir: Path, usage_dir: Path, tables_dir: Path, prompts_dir: Path | None = None
+) -> list[dict[str, Any]]:
     from ..config import display_name
 
     rows, md_rows, out = [], [], []
@@ -216,6 +254,8 @@ def write_stability(params: Mapping[str, Any], audit_dir: Path, usage_dir: Path,
              served_text + (" **drift**" if is_drift else "")]
         )  # fmt: skip
     write_csv(tables_dir / f"{STABILITY_STEM}.csv", STABILITY_HEADER, rows)
+    audits = {e["model"]: e["audit"] for e in out}
+    write_csv(tables_dir / f"{COST_STEM}.csv", COST_HEADER, cost_rows(params, usage_dir, prompts_dir, audits))
     text = (
         "# API stability\n\n"
         "Each audited question (a fixed, seeded, stratified subset; audit in params.yaml) asked `repeats` times, "

@@ -258,13 +258,19 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "stability",
         (),
-        "sabre stability --audit-dir results/audit --usage-dir results/usage --outdir results/tables",
-        deps=("results/audit/{*model}.json", "results/usage/{*model}/{*split}.json"),
+        "sabre stability --audit-dir results/audit --usage-dir results/usage --prompts-dir results/prompts"
+        " --outdir results/tables",
+        deps=(
+            "results/audit/{*model}.json",
+            "results/usage/{*model}/{*split}.json",
+            "results/prompts/{*template}/{*model}/usage/{*split}.json",
+        ),
         outs=(
             Out("results/tables/stability.md", report=("Analysis", "API stability")),
             Out("results/tables/stability.csv"),
+            Out("results/tables/cost.csv"),  # cost by model, template, repeat and split
         ),
-        params=(*_AGG_PARAMS, "audit"),
+        params=(*_AGG_PARAMS, "audit", "prompt.templates"),
         code=("analysis", "formatting", "report.plotting"),
     ),
     Stage(
