@@ -49,6 +49,7 @@ include: "workflow/rules/inference.smk"
 include: "workflow/rules/scoring.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/robustness.smk"
 include: "workflow/rules/repro.smk"
 
 

@@ -80,13 +80,13 @@ def test_cli_check_config_reports_errors(tmp_path: Path, params: dict, capsys) -
 @pytest.mark.parametrize(
     ("mutate", "line"),
     [
-        (lambda p: p.update(sead=7), "  - sead: unknown key; valid keys here: analysis, dataset, models, prompt, splits"),
+        (lambda p: p.update(sead=7), "  - sead: unknown key; valid keys here: analysis, audit, dataset, models, prompt, splits"),
         (lambda p: p.update(analysys={}), "  - analysys: unknown key (did you mean 'analysis'?)"),
         (lambda p: p["dataset"].update(revison="v1"), "  - dataset.revison: unknown key (did you mean 'revision'?)"),
         (lambda p: p["dataset"]["demo"].update(sead=1), "  - dataset.demo.sead: unknown key (did you mean 'seed'?)"),
         (lambda p: p["analysis"].update(sead=1), "  - analysis.sead: unknown key (did you mean 'seed'?)"),
         (lambda p: p["analysis"]["report"].update(thumbnail=9), "  - analysis.report.thumbnail: unknown key (did you mean 'thumbnail_px'?)"),
-        (lambda p: p["prompt"].update(templat="x"), "  - prompt.templat: unknown key (did you mean 'template'?)"),
+        (lambda p: p["prompt"].update(templats=["x"]), "  - prompt.templats: unknown key (did you mean 'templates'?)"),
         (lambda p: p["models"]["random"].update(sead=3), "  - models.random.sead: unknown key for backend 'baseline' (did you mean 'seed'?)"),
         # valid for another backend, not for this one
         (lambda p: p["models"]["random"].update(model_id="x"), "  - models.random.model_id: unknown key for backend 'baseline';"),

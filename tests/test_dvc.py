@@ -35,7 +35,10 @@ pytestmark = pytest.mark.slow
 
 UP_TO_DATE = "Data and pipelines are up to date."
 #: Stages that aggregate over all models (re-run when a model is added or changed).
-AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data"}
+AGGREGATES = {
+    "tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data",
+    "prompt_sensitivity", "stability",
+}  # fmt: skip
 
 
 def _params(project: Path) -> dict:
@@ -50,6 +53,8 @@ def _model_of(stage: str) -> str | None:
     if "@" not in stage or stage.startswith("fetch@"):
         return None
     key = stage.split("@", 1)[1]
+    if stage.startswith("prompt_run@"):  # <template>-<model>
+        return key.split("-", 1)[1]
     return key.rsplit("-", 1)[0] if stage.startswith("predict@") else key
 
 
@@ -161,7 +166,10 @@ def test_an_edited_output_is_made_again_by_either_tool(work: Path) -> None:
 # ---------------------------------------------------------------------------
 def _new_model_stages(params: dict) -> set[str]:
     m = "always_yes_again"
-    return {*(f"predict@{m}-{s}" for s in params["splits"]), f"evaluate@{m}", f"intervals@{m}"}
+    return {
+        *(f"predict@{m}-{s}" for s in params["splits"]), f"evaluate@{m}", f"intervals@{m}", f"audit@{m}",
+        *(f"prompt_run@{t}-{m}" for t in params["prompt"]["templates"]),
+    }  # fmt: skip
 
 
 def test_dvc_repro_after_adding_a_model_runs_only_its_stages(work: Path) -> None:
@@ -181,6 +189,7 @@ def test_snakemake_after_adding_a_model_runs_only_its_jobs(work: Path) -> None:
     n_splits = len(_params(work)["splits"])
     assert jobs.pop("recipes") == 1  # params.yaml changed: DVC's stage `recipes` is out of date too
     assert jobs.pop("predict") == n_splits and jobs.pop("evaluate") == 1 and jobs.pop("intervals") == 1
+    assert jobs.pop("prompt_run") == len(_params(work)["prompt"]["templates"]) and jobs.pop("audit") == 1
     assert set(jobs) <= AGGREGATES and all(n == 1 for n in jobs.values()), jobs
     smk(work, "--cores", "2", "all")
     assert UP_TO_DATE in dvc(work, "status").stdout
@@ -204,9 +213,12 @@ def test_code_change_reruns_in_snakemake_what_dvc_would(work: Path) -> None:
     evaluate_py = work / "src/sabre_prior/scoring/evaluate.py"
     evaluate_py.write_text(evaluate_py.read_text() + "\n# an edit the recipes of the jobs importing it see\n")
     models = list(_params(work)["models"])
+    templates = _params(work)["prompt"]["templates"]
     assert "recipes" in _changed(work)
     jobs = planned_jobs(out(smk(work, "-n", "all")))
     assert jobs["evaluate"] == len(models), jobs
+    # the prompt runs and the audit score their answers with the same code (issue 21)
+    assert jobs["audit"] == len(models) and jobs["prompt_run"] == len(templates) * len(models), jobs
     assert "predict" not in jobs and "fetch" not in jobs
     ran = [s for s in dvc_ran(out(dvc(work, "repro"))) if s != "recipes"]
     assert {s for s in ran if s.startswith("evaluate@")} == {f"evaluate@{m}" for m in models}

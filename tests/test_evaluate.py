@@ -137,6 +137,22 @@ EXPECTED: dict[str, Any] = {
 }
 
 
+def _outcomes(n: int, **counts: int) -> dict[str, Any]:
+    full = {o: counts.get(o, 0) for o in C.OUTCOMES}
+    nonanswer = sum(full[o] for o in C.NON_ANSWERS)
+    return {"outcomes": full, "nonanswer": nonanswer, "nonanswer_rate": nonanswer / n}
+
+
+# by hand: context_002__base_target "yes" is wrong, context_003__edited_target has no line (failed: no
+# usage summary says it was refused); texture "nope" has no yes/no word (unparseable), edited_normal
+# "yes" is wrong; attribute null -> "" (unparseable), attribute_005 no line; language "I think D": its
+# first single-letter word is "i", no option (unparseable)
+EXPECTED["context"].update(_outcomes(12, correct=10, wrong=1, failed=1))
+EXPECTED["texture"].update(_outcomes(8, correct=6, wrong=1, unparseable=1))
+EXPECTED["attribute"].update(_outcomes(5, correct=3, unparseable=1, failed=1))
+EXPECTED["language"].update(_outcomes(4, correct=3, unparseable=1))
+
+
 def write_split(data_dir: Path, split: str, rows: list[dict[str, Any]]) -> Path:
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / f"{split}.parquet"
@@ -201,9 +217,10 @@ def test_traces(bench: tuple[Path, Path], tmp_path: Path) -> None:
         "id": "context_001__edited_source", "split": "context", "pair_id": "context_001",
         "probe": "edited_source", "eval_type": "yes_no_exact", "prediction": "no, it is not",
         "normalized_prediction": "no", "answer": "no", "normalized_answer": "no",
-        "parsed": True, "missing": False, "correct": True,
+        "parsed": True, "missing": False, "correct": True, "outcome": "correct", "chance": 0.5,
     }  # fmt: skip
     gone = ctx["context_003__edited_target"]
+    assert gone["outcome"] == "failed"
     assert (gone["prediction"], gone["normalized_prediction"], gone["missing"], gone["correct"]) == (
         None,
         "",
@@ -218,9 +235,12 @@ def test_traces(bench: tuple[Path, Path], tmp_path: Path) -> None:
         None, "", False, False, False,
     )  # fmt: skip
     assert att["attribute_004"]["prediction"] == 6 and att["attribute_004"]["correct"]
+    assert null["outcome"] == "unparseable" and att["attribute_005"]["outcome"] == "failed"
+    assert att["attribute_001"]["chance"] == 1 / 5  # five distinct expected counts in the split
     lang = {t["id"]: t for t in read_jsonl(trace_dir / "language.jsonl")}
     assert lang["language_003"]["normalized_prediction"] == "D" and lang["language_003"]["parsed"]
     assert lang["language_004"]["normalized_prediction"] == "I THINK D" and not lang["language_004"]["parsed"]
+    assert lang["language_004"]["outcome"] == "unparseable" and lang["language_004"]["chance"] == 1 / 4
     tex = {t["id"]: t for t in read_jsonl(trace_dir / "texture.jsonl")}
     assert tex["texture_002__edited_counterfactual"]["parsed"] is False
 
@@ -257,7 +277,7 @@ def test_all_correct_and_all_missing(bench: tuple[Path, Path], tmp_path: Path) -
     assert metrics["context"]["accuracy"] == 1.0 and metrics["context"]["missing"] == 0
     assert metrics["texture"] == {
         "accuracy": 0.0, "correct": 0, "total": 2, "missing": 8, "question_accuracy": 0.0,
-        "probe_accuracy": dict.fromkeys(C.PROBES["texture"], 0.0),
+        "probe_accuracy": dict.fromkeys(C.PROBES["texture"], 0.0), **_outcomes(8, failed=8),
     }  # fmt: skip
 
 
@@ -278,7 +298,7 @@ def test_unicode_line_separators_inside_predictions(bench: tuple[Path, Path], tm
     path = write_preds(pred_dir, "attribute", lines)
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))  # CRLF line ends
     metrics = evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["attribute"])
-    assert metrics["attribute"] == {"accuracy": 0.4, "correct": 2, "total": 5, "missing": 3}
+    assert metrics["attribute"] == {"accuracy": 0.4, "correct": 2, "total": 5, "missing": 3, **_outcomes(5, correct=2, failed=3)}
 
 
 def test_extra_keys_and_odd_prediction_values(bench: tuple[Path, Path], tmp_path: Path) -> None:
@@ -293,7 +313,9 @@ def test_extra_keys_and_odd_prediction_values(bench: tuple[Path, Path], tmp_path
     write_preds(pred_dir, "attribute", lines)
     trace_dir = tmp_path / "t"
     metrics = evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["attribute"], trace_dir=trace_dir)
-    assert metrics["attribute"] == {"accuracy": 0.6, "correct": 3, "total": 5, "missing": 0}
+    assert metrics["attribute"] == {
+        "accuracy": 0.6, "correct": 3, "total": 5, "missing": 0, **_outcomes(5, correct=3, unparseable=2),
+    }  # fmt: skip  ("" and True ("true") hold no count)
     normalized = [t["normalized_prediction"] for t in read_jsonl(trace_dir / "attribute.jsonl")]
     assert normalized == ["3", "", "4", "true", "8"]
 
@@ -539,5 +561,23 @@ def test_refused_questions_are_counted_beside_missing(bench: tuple[Path, Path], 
     assert metrics["attribute"]["missing"] == 1 and metrics["attribute"]["refused"] == 1
     assert metrics["attribute"]["correct"] == len(rows) - 1  # the refused question counts as wrong
     assert metrics["language"]["refused"] == 0
+    assert metrics["attribute"]["outcomes"]["refused"] == 1 and metrics["attribute"]["outcomes"]["failed"] == 0
     with pytest.raises(DataError, match="usage summary not found"):
         evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["context"], usage_dir=usage_dir)
+
+
+def test_truncated_answers_are_told_apart(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    """An answer the usage summary lists as stopped at the token limit is `truncated` unless correct."""
+    data_dir, pred_dir = bench
+    rows = _rows("attribute")
+    preds = {rows[0]["id"]: rows[0]["answer"], rows[1]["id"]: "There are", rows[2]["id"]: "2"}
+    write_preds(pred_dir, "attribute", [json.dumps({"id": k, "prediction": v}) for k, v in preds.items()])
+    usage_dir = tmp_path / "usage"
+    usage_dir.mkdir()
+    cut = [rows[0]["id"], rows[1]["id"]]  # the first is correct all the same
+    (usage_dir / "attribute.json").write_text(json.dumps({"refused_ids": {}, "truncated_ids": cut}))
+    evaluate_predictions(
+        pred_dir, data_dir, tmp_path / "m.json", splits=["attribute"], usage_dir=usage_dir, trace_dir=tmp_path / "t"
+    )
+    outcome = {t["id"]: t["outcome"] for t in read_jsonl(tmp_path / "t" / "attribute.jsonl")}
+    assert [outcome[r["id"]] for r in rows] == ["correct", "truncated", "wrong", "failed", "failed"]

@@ -239,3 +239,12 @@ def model_settings(params: Mapping[str, Any], model: str, source: str = "params.
 
 def display_name(params: Mapping[str, Any], model: str) -> str:
     return str((params.get("models") or {}).get(model, {}).get("display_name") or model)
+
+
+DEFAULT_TEMPLATES = ("screening_v1",)
+
+
+def prompt_templates(params: Mapping[str, Any]) -> list[str]:
+    """``prompt.templates`` (default ``[screening_v1]``); the first is the main table's."""
+    listed = (params.get("prompt") or {}).get("templates")
+    return [str(t) for t in listed] if listed else list(DEFAULT_TEMPLATES)

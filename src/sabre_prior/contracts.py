@@ -115,7 +115,18 @@ TRACE_KEYS: Final[tuple[str, ...]] = (
     "parsed",  # the contract's extractor found a valid answer (yes/no word, count, option)
     "missing",  # no prediction line for this question
     "correct",
+    "outcome",  # one of OUTCOMES (see below)
+    "chance",  # probability that a uniform guess is correct (0 for free-text types)
 )
+
+#: What became of one question (``outcome`` in traces, counted per split in the metrics), in this
+#: precedence: ``refused`` (the provider or model declined; no prediction), ``failed`` (no
+#: prediction for another reason: no answer after all retries, or a prediction file without the
+#: line), ``correct``, ``truncated`` (not correct and stopped at the output-token limit),
+#: ``unparseable`` (an answer, but the contract's extractor read no yes/no, count or option from it),
+#: ``wrong``.  Every outcome but correct and wrong is a *non-answer*.
+OUTCOMES: Final[tuple[str, ...]] = ("correct", "wrong", "unparseable", "refused", "failed", "truncated")
+NON_ANSWERS: Final[tuple[str, ...]] = ("unparseable", "refused", "failed", "truncated")
 
 # --------------------------------------------------------------------------
 # Metrics JSON (``sabre evaluate`` / ``results/metrics/<model>.json``)
@@ -124,6 +135,8 @@ TRACE_KEYS: Final[tuple[str, ...]] = (
 #   "<split>": {"accuracy": float 0-1, "correct": int, "total": int,
 #               "missing": int,
 #               "refused": int,  # (with usage summaries) questions the provider refused: no prediction
+#               "outcomes": {outcome: int},  # every question's outcome (OUTCOMES), counted
+#               "nonanswer": int, "nonanswer_rate": float,  # questions whose outcome is a non-answer
 #               # context/texture only:
 #               "question_accuracy": float, "probe_accuracy": {probe: float}},
 #   ...,
@@ -134,6 +147,9 @@ M_CORRECT: Final = "correct"
 M_TOTAL: Final = "total"
 M_MISSING: Final = "missing"
 M_REFUSED: Final = "refused"
+M_OUTCOMES: Final = "outcomes"
+M_NONANSWER: Final = "nonanswer"
+M_NONANSWER_RATE: Final = "nonanswer_rate"
 M_QUESTION_ACCURACY: Final = "question_accuracy"
 M_PROBE_ACCURACY: Final = "probe_accuracy"
 M_MACRO: Final = "macro_accuracy"

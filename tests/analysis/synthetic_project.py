@@ -126,6 +126,11 @@ def trace(row: dict[str, Any], split: str, prediction: str | None) -> dict[str, 
         "answer": row["answer"], "normalized_answer": norm_ans, "parsed": parsed and not missing,
         "missing": missing, "correct": (not missing) and norm_pred == norm_ans,
     }  # fmt: skip
+    # no usage summaries here: a missing line is `failed` (outcome precedence in contracts.OUTCOMES)
+    values["outcome"] = (
+        "failed" if missing else "correct" if values["correct"] else "wrong" if values["parsed"] else "unparseable"
+    )
+    values["chance"] = {"yes_no_exact": 0.5, "multiple_choice_exact": 0.25}.get(row["eval_type"], 0.1)
     return {k: values[k] for k in C.TRACE_KEYS}
 
 

@@ -25,7 +25,10 @@ def test_intervals_file_format_and_estimates(project: Path) -> None:
     iv = write_model_intervals("results/traces/mixed", "out.json", C.SPLITS, SETTINGS, "results/metrics/mixed.json")
     data = json.loads(Path("out.json").read_text())
     assert data == iv
-    assert set(data) == {*C.SPLITS, C.I_MACRO, C.I_CONFIDENCE, C.I_RESAMPLES, C.I_SEED}
+    assert set(data) == {*C.SPLITS, C.I_MACRO, C.I_CONFIDENCE, C.I_RESAMPLES, C.I_SEED, "failure_aware"}
+    fa = data["failure_aware"]
+    for split in C.SPLITS:  # the official bound is the interval above, on the same resamples
+        assert fa[split]["official"] == {k: data[split][k] for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH)}
     assert (data[C.I_CONFIDENCE], data[C.I_RESAMPLES], data[C.I_SEED]) == (0.95, 500, 0)
     expected = {"context": 0.5, "texture": 0.5, "attribute": 0.5, "language": 0.25}
     for split, est in expected.items():

@@ -96,6 +96,7 @@ def test_trace_and_data_must_agree() -> None:
         "parsed": True,
         "missing": False,
         "correct": True,
+        "outcome": "correct",
     }
     assert aligned_results(questions, [{**row, "id": "b"}, {**row, "id": "a"}], "t")[0] == [
         "1",
@@ -105,6 +106,7 @@ def test_trace_and_data_must_agree() -> None:
         True,
         False,
         True,
+        "correct",
     ]
     with pytest.raises(DataError, match=r"t: trace and data disagree \(not in trace: \['b'\]; not in data: \['c'\]\)"):
         aligned_results(questions, [{**row, "id": "a"}, {**row, "id": "c"}], "t")
@@ -183,7 +185,10 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             assert [r[1:] for r in shown] == [[c.replace("**", "") for c in r[1:]] for r in md]
             assert shown[0][1:] == ["100.0 [100.0, 100.0]"] * 5
             mixed = shown[3]
-            assert mixed[0] == "Mixed" and mixed[1].startswith("50.0 [") and mixed[5].startswith("43.8 [")
+            # the mixed model leaves questions without a prediction (failed): flagged beside the value
+            assert mixed[0] == "Mixed" and mixed[1].startswith("50.0† [") and mixed[5].startswith("43.8† [")
+            assert page.locator("#flags").is_visible() and "Mixed / context" in page.locator("#flags").inner_text()
+            assert page.locator("#failure-table tbody tr.flagged").count() >= 1
             bold = rows.evaluate_all("rs => rs.map(r => [...r.children].slice(1).map(td => td.classList.contains('best')))")
             assert bold == [[c.startswith("**") for c in r[1:]] for r in md]
             # every bold cell is a unique best (oracle and chatty share 100.0 on some columns: not bold)
@@ -223,6 +228,15 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             assert parse.evaluate_all("rs => rs.map(r => r.dataset.id.slice(0, 11))") == ["context_004"] * 4
             assert "parse failure" in parse.nth(0).inner_text()
             page.uncheck("#filter-parse")
+            # every question's outcome (issue 21): the "maybe" answers are unparseable, context_005 has no line
+            page.select_option("#filter-outcome", "unparseable")
+            unparseable = page.locator("#q-rows tr")
+            assert unparseable.evaluate_all("rs => rs.map(r => r.dataset.id.slice(0, 11))") == ["context_004"] * 4
+            page.select_option("#filter-outcome", "failed")
+            failed = page.locator("#q-rows tr")
+            assert failed.count() >= 1 and set(failed.evaluate_all("rs => rs.map(r => r.dataset.outcome)")) == {"failed"}
+            assert "context_005" in failed.nth(0).inner_text() and "failed" in failed.nth(0).inner_text()
+            page.select_option("#filter-outcome", "all")
             page.select_option("#filter-probe", "edited_target")
             probe = page.locator("#q-rows tr")
             assert probe.count() == 6

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from aiohttp import web
+
+#: What the fakes say served an answer (tests set "model" / "system_fingerprint" to play a provider
+#: that changed the version behind a model name: drift, issue 21).
+SERVED: dict[str, str] = {}
 
 
 def b64decode(data: str) -> bytes:
@@ -49,11 +54,15 @@ def _openai_body(
             "completion_tokens_details": {"reasoning_tokens": reasoning},
         }
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    # id / model / system_fingerprint: https://platform.openai.com/docs/api-reference/chat/object
+    # ("model": the model used, a dated snapshot when an alias was asked for; "system_fingerprint":
+    # the backend configuration; openai-python types/chat/chat_completion.py). SERVED overrides them.
     return {
-        "id": "chatcmpl-fake",
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": 0,
-        "model": model,
+        "model": SERVED.get("model", f"{model}-2026-01-01"),
+        "system_fingerprint": SERVED.get("system_fingerprint", "fp_fake0001"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": usage,
     }
@@ -81,11 +90,12 @@ def _anthropic_parse(path: str, body: Mapping[str, Any]) -> tuple[str, str, str]
 
 def _anthropic_body(model: str, answer: str, tin: int, tout: int, stop: str = "end_turn") -> dict[str, Any]:
     # https://docs.anthropic.com/en/api/messages (response: content, stop_reason, usage)
+    # id / model: "The model that handled the request" (https://docs.anthropic.com/en/api/messages); no fingerprint
     return {
-        "id": "msg_fake",
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": SERVED.get("model", model),
         "content": [{"type": "text", "text": answer}] if answer else [],
         "stop_reason": stop,
         "stop_sequence": None,
@@ -138,7 +148,9 @@ def _gemini_body(model: str, answer: str, tin: int, tout: int, finish: str = "ST
     return {
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
         "usageMetadata": usage,
-        "modelVersion": model,
+        # modelVersion / responseId: https://ai.google.dev/api/generate-content#generatecontentresponse
+        "modelVersion": SERVED.get("model", model),
+        "responseId": uuid.uuid4().hex[:22],
     }
 
 

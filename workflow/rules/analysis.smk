@@ -4,12 +4,14 @@
 # Analysis beyond the paper (sabre_prior.analysis): bootstrap intervals, paired model comparisons,
 # world-prior diagnostics, the comparison with the paper and the HTML report that shows them.
 
-# never submitted to a cluster (only predict_local is)
+# never submitted to a cluster
 localrules:
     intervals,
     compare,
     diagnose,
     paper_compare,
+    stability,
+    prompt_sensitivity,
     html_report,
 
 
@@ -89,6 +91,45 @@ rule paper_compare:
         "sabre --log {log} paper-compare --intervals-dir results/intervals --outdir results/tables"
 
 
+rule stability:
+    input:
+        # results/audit/{every model}.json
+        # results/usage/{every model}/{every split}.json
+        # results/prompts/{every template}/{every model}/usage/{every split}.json
+        # .sabre/recipes/stability.json (the job's recipe)
+        # ancient() when the job is proven up to date, else with a fresh gate (dagsync.Plan.job_inputs)
+        stage_inputs("stability"),
+    output:
+        report("results/tables/stability.md", caption=caption("stability"), category="Analysis", subcategory="API stability"),
+        "results/tables/stability.csv",
+        "results/tables/cost.csv",
+    log:
+        "results/logs/stability.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre --log {log} stability --audit-dir results/audit --usage-dir results/usage --prompts-dir results/prompts --outdir results/tables"
+
+
+rule prompt_sensitivity:
+    input:
+        # results/prompts/{every template}/{every model}/traces/{every split}.jsonl
+        # .sabre/recipes/prompt_sensitivity.json (the job's recipe)
+        # ancient() when the job is proven up to date, else with a fresh gate (dagsync.Plan.job_inputs)
+        stage_inputs("prompt_sensitivity"),
+    output:
+        report("results/tables/prompt_sensitivity.md", caption=caption("prompt_sensitivity"), category="Analysis", subcategory="Prompt sensitivity"),
+        "results/tables/prompt_sensitivity.csv",
+        report("results/figures/prompt_sensitivity.png", caption=caption("prompt_sensitivity"), category="Figures", subcategory="Prompt sensitivity"),
+        "results/figures/prompt_sensitivity.pdf",
+    log:
+        "results/logs/prompt_sensitivity.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre --log {log} prompt-sensitivity --prompts-dir results/prompts --outdir results/tables --figures-dir results/figures"
+
+
 rule html_report:
     input:
         # results/traces/{every model}/{every split}.jsonl
@@ -97,9 +138,12 @@ rule html_report:
         # results/analysis/diagnostics.json
         # results/tables/model_comparison.csv
         # results/tables/paper_comparison.csv
+        # results/tables/prompt_sensitivity.csv
+        # results/tables/stability.csv
         # results/figures/split_accuracy.png
         # results/figures/probe_accuracy.png
         # results/figures/pair_outcomes.png
+        # results/figures/prompt_sensitivity.png
         # .sabre/recipes/html_report.json (the job's recipe)
         # ancient() when the job is proven up to date, else with a fresh gate (dagsync.Plan.job_inputs)
         stage_inputs("html_report"),
@@ -110,4 +154,4 @@ rule html_report:
     conda:
         "../../environment.yml"
     shell:
-        "sabre --log {log} report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv --paper results/tables/paper_comparison.csv --figure results/figures/split_accuracy.png --figure results/figures/probe_accuracy.png --figure results/figures/pair_outcomes.png --output results/report/index.html"
+        "sabre --log {log} report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv --paper results/tables/paper_comparison.csv --sensitivity results/tables/prompt_sensitivity.csv --stability results/tables/stability.csv --figure results/figures/split_accuracy.png --figure results/figures/probe_accuracy.png --figure results/figures/pair_outcomes.png --figure results/figures/prompt_sensitivity.png --output results/report/index.html"

@@ -8,11 +8,13 @@ from sabre_prior.report.style import caption_path
 
 SPLITS = PIPELINE.pipeline.splits
 MODELS = PIPELINE.pipeline.models
+TEMPLATES = PIPELINE.pipeline.templates
 
 
 wildcard_constraints:
     split="|".join(SPLITS),
     model="|".join(MODELS),
+    template="|".join(PIPELINE.pipeline.templates),
 
 
 def stage_inputs(name):

@@ -5,7 +5,7 @@
 # of a split reads the demo folder or a local mirror's card and split files; for a hub source the
 # digest of the split's files at the resolved commit is in the job's recipe.
 
-# never submitted to a cluster (only predict_local is)
+# never submitted to a cluster
 localrules:
     demo_data,
     fetch,

@@ -3,7 +3,7 @@
 
 # Reporting: the paper's main table, the figures and the plot data for `dvc plots`.
 
-# never submitted to a cluster (only predict_local is)
+# never submitted to a cluster
 localrules:
     tables,
     figures,
@@ -23,6 +23,8 @@ rule tables:
         report("results/tables/main_results.csv", caption=caption("main_results"), category="Tables", subcategory="Main results"),
         "results/tables/main_results.tex",
         report("results/tables/main_results_ci.csv", caption=caption("main_results_ci"), category="Tables", subcategory="Main results"),
+        report("results/tables/failure_aware.md", caption=caption("failure_aware"), category="Tables", subcategory="Failure-aware scores"),
+        "results/tables/failure_aware.csv",
     log:
         "results/logs/tables.log",
     conda:

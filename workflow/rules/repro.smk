@@ -3,7 +3,7 @@
 
 # Reproducibility: the run manifest, and the jobs' recipes as DVC's stage `recipes` records them.
 
-# never submitted to a cluster (only predict_local is)
+# never submitted to a cluster
 localrules:
     manifest,
     recipes,
@@ -12,6 +12,7 @@ localrules:
 rule manifest:
     input:
         # data/parquet/{every split}.parquet
+        # results/usage/{every model}/{every split}.json
         # .sabre/recipes/manifest.json (the job's recipe)
         # ancient() when the job is proven up to date, else with a fresh gate (dagsync.Plan.job_inputs)
         stage_inputs("manifest"),
@@ -22,7 +23,7 @@ rule manifest:
     conda:
         "../../environment.yml"
     shell:
-        "sabre --log {log} manifest --output results/manifest.json --data data/parquet"
+        "sabre --log {log} manifest --output results/manifest.json --data data/parquet --usage-dir results/usage"
 
 
 # DVC's stage `recipes` (the jobs' recipes, written by the Snakefile's planner): this rule runs

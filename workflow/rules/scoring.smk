@@ -3,7 +3,7 @@
 
 # Scoring under the official contract: one metrics file per model, traces per split.
 
-# never submitted to a cluster (only predict_local is)
+# never submitted to a cluster
 localrules:
     evaluate,
 

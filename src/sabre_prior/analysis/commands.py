@@ -174,6 +174,8 @@ def _report(args: argparse.Namespace) -> int:
         figures=args.figure or [],
         comparison_csv=args.comparison,
         paper_csv=args.paper,
+        sensitivity_csv=args.sensitivity,
+        stability_csv=args.stability,
     )
     out = write_report(args.output, data)
     print(f"{out} ({out.stat().st_size / 1e6:.2f} MB, {len(data['images'])} thumbnails)")
@@ -188,6 +190,8 @@ def _p_report(sub: _Sub) -> None:
     p.add_argument("--diagnostics", default=C.DIAGNOSTICS_JSON, help="the diagnostics JSON (sabre diagnose)")
     p.add_argument("--comparison", help="model_comparison.csv (optional)")
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
+    p.add_argument("--sensitivity", help="prompt_sensitivity.csv (optional; sabre prompt-sensitivity)")
+    p.add_argument("--stability", help="stability.csv (optional; sabre stability)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
     p.add_argument("--output", default=C.REPORT_PATH, help="the HTML report to write")
@@ -195,4 +199,48 @@ def _p_report(sub: _Sub) -> None:
     p.set_defaults(func=_report)
 
 
-REGISTRARS: list[Callable[[_Sub], None]] = [_p_intervals, _p_compare, _p_diagnose, _p_paper_compare, _p_report]
+# ---------------------------------------------------------------------------
+def _prompt_sensitivity(args: argparse.Namespace) -> int:
+    from .robustness import write_sensitivity
+
+    params, settings = _load(args)
+    data = write_sensitivity(params, Path(args.prompts_dir), Path(args.outdir), Path(args.figures_dir), settings)
+    print(f"prompt sensitivity: {len(data)} models x {len(next(iter(data.values()), []))} templates -> {args.outdir}")
+    return 0
+
+
+def _p_prompt_sensitivity(sub: _Sub) -> None:
+    p = sub.add_parser("prompt-sensitivity", help="each template's macro and its paired difference from the main one")
+    p.add_argument("--prompts-dir", default="results/prompts", help="<template>/<model>/traces/ from `sabre prompt-run`")
+    p.add_argument("--outdir", default=C.TABLES_DIR)
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR)
+    _add_bootstrap(p)
+    add_params(p)
+    p.set_defaults(func=_prompt_sensitivity)
+
+
+def _stability(args: argparse.Namespace) -> int:
+    from .robustness import write_stability
+
+    params, _ = _load(args)
+    prompts = Path(args.prompts_dir) if args.prompts_dir else None
+    out = write_stability(params, Path(args.audit_dir), Path(args.usage_dir), Path(args.outdir), prompts)
+    drifting = [e["model"] for e in out if e["drift"]]
+    print(f"stability: {len(out)} models" + (f"; drift: {', '.join(drifting)}" if drifting else "") + f" -> {args.outdir}")
+    return 0
+
+
+def _p_stability(sub: _Sub) -> None:
+    p = sub.add_parser("stability", help="API stability table: flip rate, accuracy across repeats, served versions")
+    p.add_argument("--audit-dir", default="results/audit", help="<model>.json from `sabre audit`")
+    p.add_argument("--usage-dir", default=C.USAGE_DIR, help="the main run's usage summaries (served versions)")
+    p.add_argument("--prompts-dir", help="the prompt runs (<template>/<model>/usage/): their cost in cost.csv")
+    p.add_argument("--outdir", default=C.TABLES_DIR)
+    add_params(p)
+    p.set_defaults(func=_stability)
+
+
+
+REGISTRARS: list[Callable[[_Sub], None]] = [
+    _p_intervals, _p_compare, _p_diagnose, _p_paper_compare, _p_report, _p_prompt_sensitivity, _p_stability,
+]  # fmt: skip

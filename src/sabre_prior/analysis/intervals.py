@@ -4,7 +4,8 @@ Format (fractions 0-1; keys from :mod:`sabre_prior.contracts`)::
 
     {"<split>": {"estimate": f, "low": f, "high": f, "n": units}, ...,
      "macro": {"estimate": f, "low": f, "high": f},
-     "confidence": 0.95, "resamples": 2000, "seed": 0}
+     "confidence": 0.95, "resamples": 2000, "seed": 0,
+     "failure_aware": {...}}   # official / excluded / chance bounds (sabre_prior.analysis.failure)
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ from .stats import (
     resample_indices,
     split_rng,
 )
-from .traces import UnitOutcomes, model_outcomes
+from .traces import UnitOutcomes, unit_outcomes
+
+#: The failure-aware block of an intervals file (:mod:`sabre_prior.analysis.failure`).
+FAILURE_AWARE = "failure_aware"
 
 #: Estimates from traces and from the metrics file must agree to this tolerance.
 METRICS_TOLERANCE = 1e-9
@@ -82,7 +86,13 @@ def write_model_intervals(
     metrics_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """Read a model's traces, compute its intervals, cross-check the metrics file, write JSON."""
-    intervals = compute_intervals(model_outcomes(trace_dir, splits), settings)
+    from .failure import failure_aware
+    from .traces import read_model_traces
+
+    traces = read_model_traces(trace_dir, splits)
+    outcomes = {s: unit_outcomes(rows, s, str(Path(trace_dir) / f"{s}.jsonl")) for s, rows in traces.items()}
+    intervals = compute_intervals(outcomes, settings)
+    intervals[FAILURE_AWARE] = failure_aware(traces, settings)
     if metrics_file is not None:
         metrics = read_json_file(metrics_file, missing="metrics file not found")
         check_against_metrics(intervals, metrics, splits, str(metrics_file))

@@ -21,6 +21,7 @@ from .. import contracts as C
 from ..errors import ConfigError, DataError
 from ..formatting import md_table, write_csv
 from ..io_utils import write_text
+from .failure import flag_text, flagged, max_nonanswer_rate
 from .intervals import read_intervals
 
 PAPER_RESOURCE = "paper_main_results.csv"
@@ -51,6 +52,7 @@ class PaperRow:
     reproduced: float
     low: float
     high: float
+    nonanswer_flag: str = ""  # "<n> of <N> non-answers (<rate>%)" above analysis.report.max_nonanswer_rate
 
     @property
     def difference(self) -> float:
@@ -95,6 +97,7 @@ def compare_with_paper(
     paper: Mapping[str, Mapping[str, float]],
     intervals: Mapping[str, Mapping[str, Any]],
     splits: Sequence[str],
+    max_nonanswer_rate: float | None = None,
 ) -> list[PaperRow]:
     """Rows for every mapped model: each configured split and, with all four splits, the macro."""
     metrics = [s for s in C.SPLITS if s in splits]
@@ -106,6 +109,10 @@ def compare_with_paper(
         for metric in metrics:
             key = C.I_MACRO if metric == "macro" else metric
             e = iv[key]
+            block = (iv.get("failure_aware") or {}).get(key)
+            flag = ""
+            if max_nonanswer_rate is not None and flagged(block, max_nonanswer_rate):
+                flag = flag_text(block)
             rows.append(
                 PaperRow(
                     model,
@@ -115,6 +122,7 @@ def compare_with_paper(
                     100.0 * e[C.I_ESTIMATE],
                     100.0 * e[C.I_LOW],
                     100.0 * e[C.I_HIGH],
+                    flag,
                 )
             )
     return rows
@@ -128,7 +136,8 @@ def markdown(rows: Sequence[PaperRow], names: Mapping[str, str], confidence: flo
         (
             f"Reported: the paper's main table (percent). Reproduced: this run, with its {level} interval. "
             "Difference: reproduced - reported (percentage points). Inside: the reported value lies in our interval "
-            f"(allowing {ROUNDING_SLACK} points for the paper's rounding)."
+            f"(allowing {ROUNDING_SLACK} points for the paper's rounding). †: more non-answers (unparseable, "
+            "refused, failed, truncated) than analysis.report.max_nonanswer_rate allows; part of the gap is the measurement."
         ),
         "",
     ]
@@ -139,6 +148,9 @@ def markdown(rows: Sequence[PaperRow], names: Mapping[str, str], confidence: flo
          f"{r.difference:+.1f}", "yes" if r.inside else "**no**"]
         for r in rows
     ]  # fmt: skip
+    for row, r in zip(body, rows):
+        if r.nonanswer_flag:  # issue 21: too many non-answers to read the gap as the model's
+            row[4] += f" † ({r.nonanswer_flag})"
     return "\n".join(head) + md_table(["Model", "Paper model", "Metric", "Reported", "Reproduced [CI]", "Difference", "Inside"], body,
                                       ["l", "l", "l", "r", "r", "r", "l"])  # fmt: skip
 
@@ -150,7 +162,7 @@ def write_paper_comparison(
     paper = load_paper_table()
     mapping = mapped_models(params, paper)
     intervals = {m: read_intervals(Path(intervals_dir) / f"{m}.json") for m in mapping}
-    rows = compare_with_paper(mapping, paper, intervals, params.get("splits") or C.SPLITS)
+    rows = compare_with_paper(mapping, paper, intervals, params.get("splits") or C.SPLITS, max_nonanswer_rate(params))
     confidence = next((iv.get(C.I_CONFIDENCE) for iv in intervals.values()), None)
     out = Path(outdir)
     md, csv_path = out / "paper_comparison.md", out / "paper_comparison.csv"

@@ -95,7 +95,7 @@ def split_questions(data_path: Path, split: str, max_px: int, images: dict[str, 
 
 
 def aligned_results(questions: Sequence[Mapping[str, Any]], rows: Sequence[Trace], source: str) -> list[list[Any]]:
-    """Per question (data order): ``[prediction, normalized, answer, normalized answer, parsed, missing, correct]``."""
+    """Per question (data order): ``[prediction, normalized, answer, normalized answer, parsed, missing, correct, outcome]``."""
     by_id = {r["id"]: r for r in rows}
     qids = [q["id"] for q in questions]
     lacking = [q for q in qids if q not in by_id]
@@ -109,7 +109,7 @@ def aligned_results(questions: Sequence[Mapping[str, Any]], rows: Sequence[Trace
     for qid in qids:
         r = by_id[qid]
         out.append([r["prediction"], r["normalized_prediction"], r["answer"], r["normalized_answer"],
-                    bool(r["parsed"]), bool(r["missing"]), bool(r["correct"])])  # fmt: skip
+                    bool(r["parsed"]), bool(r["missing"]), bool(r["correct"]), str(r["outcome"])])  # fmt: skip
     return out
 
 
@@ -124,6 +124,12 @@ def read_csv_rows(path: str | Path | None) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def max_nonanswer_rate(params: Mapping[str, Any]) -> float:
+    from .failure import max_nonanswer_rate as rate
+
+    return rate(params)
+
+
 def report_data(
     params: Mapping[str, Any],
     *,
@@ -135,6 +141,8 @@ def report_data(
     figures: Sequence[str | Path] = (),
     comparison_csv: str | Path | None = None,
     paper_csv: str | Path | None = None,
+    sensitivity_csv: str | Path | None = None,
+    stability_csv: str | Path | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as one JSON-able dict."""
     splits = list(params.get("splits") or C.SPLITS)
@@ -184,6 +192,12 @@ def report_data(
         "pair_class": pair_class,
         "comparison": read_csv_rows(comparison_csv),
         "paper": read_csv_rows(paper_csv),
+        # issue 21: non-answer flags, failure-aware bounds (in the intervals), prompt sensitivity, stability
+        "outcomes": list(C.OUTCOMES),
+        "non_answers": list(C.NON_ANSWERS),
+        "max_nonanswer_rate": max_nonanswer_rate(params),
+        "sensitivity": read_csv_rows(sensitivity_csv),
+        "stability": read_csv_rows(stability_csv),
         "figures": [{"name": Path(f).stem, "src": png_uri(f), "caption": figure_caption(Path(f).stem)} for f in figures],
         "questions": questions,
         "results": results,
@@ -211,8 +225,15 @@ def main_table(
         bounds = {c: Interval(*(float(iv[C.I_MACRO if c == MACRO else c][k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH)))
                   for c in columns}  # fmt: skip
         est = {s: bounds[s].estimate for s in splits}
-        results.append(ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds))
-    cells = build_cells(results)
+        # the non-answers of each split, from the failure-aware block of the intervals (issue 21)
+        fa = iv.get("failure_aware") or {}
+        outcomes = {
+            s: {C.NON_ANSWERS[0]: int(fa[s]["nonanswer"]), C.OUTCOMES[0]: int(fa[s]["questions"]) - int(fa[s]["nonanswer"])}
+            for s in splits if isinstance(fa.get(s), Mapping) and "nonanswer" in fa[s] and "questions" in fa[s]
+        }  # fmt: skip
+        results.append(ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds,
+                                    outcomes=outcomes))  # fmt: skip
+    cells = build_cells(results, max_nonanswer_rate(params))
     index = [(*TABLE_SPLITS, MACRO).index(c) for c in columns]
     ties = tie_note([(COLUMN_TITLES[c], [row[j].value for row in cells]) for c, j in zip(columns, index)])
     return {

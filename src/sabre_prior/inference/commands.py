@@ -28,7 +28,10 @@ def _predict(args: argparse.Namespace) -> int:
 
     data = Path(args.data) if args.data else C.parquet_path(args.split)
     output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
-    template = (params.get("prompt") or {}).get("template")
+    from ..config import prompt_templates
+    from .prompts import check_templates
+
+    template = check_templates(prompt_templates(params), args.params)[0]  # the main table's
     run = predict_split(
         args.model,
         settings,
@@ -71,16 +74,20 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------------------
 def _estimate(args: argparse.Namespace) -> int:
     from ..config import load_params, model_settings
-    from .predict import estimate_split, format_estimates
+    from .predict import estimate_dimensions, format_estimates
+
+    from ..config import prompt_templates
+    from .prompts import check_templates
 
     params = load_params(args.params)
     models = args.models or list(params["models"])
     splits = args.splits or list(params["splits"])
-    template = (params.get("prompt") or {}).get("template")
+    templates = check_templates(prompt_templates(params), args.params)
     estimates = [
-        estimate_split(m, model_settings(params, m, args.params), s, Path(args.data_dir) / f"{s}.parquet", template=template)
+        e
         for m in models
         for s in splits
+        for e in estimate_dimensions(params, m, model_settings(params, m, args.params), s, Path(args.data_dir), templates)
     ]
     from ..data.parquet import priced_data
 

@@ -60,17 +60,33 @@ def journal_path(model: str, split: str, root: str | Path = ".", journal_dir: st
     return base / model / f"{split}.jsonl"
 
 
+def template_journal_dir(template: str, root: str | Path = ".") -> Path:
+    """The journal folder of a prompt-sensitivity template (``.sabre/journal/prompts/<template>``)."""
+    return Path(root) / C.JOURNAL_DIR / "prompts" / template
+
+
 def request_key(
-    identity: Mapping[str, Any], template: str, template_version: str, prompt: str, image_sha256: str
+    identity: Mapping[str, Any],
+    template: str,
+    template_version: str,
+    prompt: str,
+    image_sha256: str,
+    repeat: int = 0,
 ) -> str:
-    """The content hash that identifies one call (sha256 of canonical JSON)."""
-    payload = {
+    """The content hash that identifies one call (sha256 of canonical JSON).
+
+    ``repeat`` (the stability audit's, issue 21) enters the key only when > 0: repeat 0 is the
+    main run's call, and every other repeat is a call of its own.
+    """
+    payload: dict[str, Any] = {
         "identity": identity,
         "template": template,
         "template_version": template_version,
         "prompt": prompt,
         "image_sha256": image_sha256,
     }
+    if repeat:
+        payload["repeat"] = int(repeat)
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -160,6 +160,11 @@ def _finish(text: str, completion: Completion, refusal: str | None) -> Completio
     return completion
 
 
+def _served(**fields: Any) -> dict[str, str]:
+    """What the provider says served a response (issue 21), the fields it returned only."""
+    return {k: str(v) for k, v in fields.items() if v is not None and str(v)}
+
+
 def _malformed(what: str) -> CallError:
     return CallError(f"malformed response: {what}", retryable=True, kind="malformed")
 
@@ -204,6 +209,13 @@ def classify_openai_chat(body: Any, *, provider: str | None = None) -> Completio
         if apart:  # billed as output: count it there
             out = (out or 0) + reasoning
             extra["reasoning_apart"] = True
+    # served model: `model` ("The model used for the chat completion", a dated snapshot for an alias),
+    # `system_fingerprint` ("the backend configuration that the model runs with", optional) and the
+    # completion's `id` (https://platform.openai.com/docs/api-reference/chat/object; openai-python
+    # types/chat/chat_completion.py: id, model, system_fingerprint: Optional[str])
+    served = _served(model=_get(body, "model"), system_fingerprint=_get(body, "system_fingerprint"), response_id=_get(body, "id"))
+    if served:
+        extra["served"] = served
     completion = Completion(text=text, input_tokens=prompt, output_tokens=out, finish_reason=finish, extra=extra)
     refusal: str | None = None
     # message.refusal: https://platform.openai.com/docs/api-reference/chat/object (choices[].message.refusal)
@@ -228,11 +240,16 @@ def classify_anthropic_message(body: Any) -> Completion:
     text = "".join(str(_get(b, "text") or "") for b in blocks if _get(b, "type") == "text")
     usage = _get(body, "usage")
     stop = _get(body, "stop_reason")
+    # served model: the message's `model` ("The model that handled the request") and `id`
+    # (https://docs.anthropic.com/en/api/messages; anthropic-sdk-python types/message.py: id, model);
+    # Anthropic returns no system fingerprint
+    served = _served(model=_get(body, "model"), response_id=_get(body, "id"))
     completion = Completion(
         text=text,
         input_tokens=_int(_get(usage, "input_tokens")),
         output_tokens=_int(_get(usage, "output_tokens")),
         finish_reason=stop,
+        extra={"served": served} if served else {},
     )
     refusal: str | None = None
     # stop_reason "refusal": streaming classifiers intervened; billed up to the refusal
@@ -262,6 +279,14 @@ def classify_gemini_response(body: Any) -> Completion:
     if thoughts:
         extra["thoughts_tokens"] = thoughts
         out = (out or 0) + thoughts
+    # served model: `modelVersion` ("The model version used to generate the response") and `responseId`
+    # (https://ai.google.dev/api/generate-content#generatecontentresponse; google-genai types.py
+    # GenerateContentResponse.model_version / response_id); no system fingerprint
+    served = _served(
+        model=_get(body, "model_version", "modelVersion"), response_id=_get(body, "response_id", "responseId")
+    )
+    if served:
+        extra["served"] = served
     candidates = _get(body, "candidates")
     if not candidates:
         # a blocked prompt has no candidate, its reason in promptFeedback.blockReason

@@ -23,10 +23,11 @@ hits, retries, failures and latencies).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .. import contracts as C
 from ..data.parquet import image_mime, iter_rows
@@ -66,22 +67,29 @@ def resolve_template(settings: Mapping[str, Any], template: str | None = None) -
     return str(settings.get("prompt_template") or template or DEFAULT_TEMPLATE)
 
 
-def iter_queries(data_path: Path, split: str, template: str) -> Iterator[Query]:
-    """One :class:`Query` per row, with the image's original bytes, in file order."""
+def iter_queries(
+    data_path: Path, split: str, template: str, repeat: int = 0, only_ids: set[str] | None = None
+) -> Iterator[Query]:
+    """One :class:`Query` per row (or per row of ``only_ids``), with the image's original bytes, in file order."""
     for row in iter_rows(data_path, with_images=True, batch_size=FIRST_READ_BATCH):
+        if only_ids is not None and str(row[C.COL_ID]) not in only_ids:
+            continue
         image = row.pop(C.COL_IMAGE)
         eval_type = resolve_eval_type(row)
         row[C.COL_EVAL_TYPE] = eval_type
         text = render(row, eval_type, template)
-        yield Query(id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row)
+        yield Query(
+            id=str(row[C.COL_ID]), split=split, text=text, image=image, image_mime=image_mime(image), row=row, template=template,
+            repeat=repeat,
+        )
 
 
-def build_queries(data_path: Path, split: str, template: str) -> list[Query]:
-    return list(iter_queries(data_path, split, template))
+def build_queries(data_path: Path, split: str, template: str, repeat: int = 0) -> list[Query]:
+    return list(iter_queries(data_path, split, template, repeat))
 
 
 def iter_work_items(
-    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy
+    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy, repeat: int = 0
 ) -> Iterator[WorkItem]:
     """Apply the image policy and key every query by content."""
     identity = backend.cache_identity()
@@ -89,14 +97,16 @@ def iter_work_items(
     for q in queries:
         sent = prepare_image(q.image, policy)
         if sent.reencoded:
-            q = Query(id=q.id, split=q.split, text=q.text, image=sent.data, image_mime=sent.mime, row=q.row)
-        key = request_key(identity, template, version, q.text, sent.sha256)
+            q = dataclasses.replace(q, image=sent.data, image_mime=sent.mime)
+        key = request_key(identity, template, version, q.text, sent.sha256, repeat)
         est = backend.estimate_input_tokens(q, sent.width, sent.height) if backend.kind != "offline" else 0
         yield WorkItem(query=q, key=key, image=sent.record(), est_tokens=est)
 
 
-def work_items(queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy) -> list[WorkItem]:
-    return list(iter_work_items(queries, backend, template, policy))
+def work_items(
+    queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy, repeat: int = 0
+) -> list[WorkItem]:
+    return list(iter_work_items(queries, backend, template, policy, repeat))
 
 
 def _row_count(data_path: Path) -> int | None:
@@ -127,12 +137,12 @@ def pacing_path(backend: Backend, journal_dir: str | Path | None = None) -> Path
 
 
 def _prepare(
-    model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None
+    model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None, repeat: int = 0
 ) -> tuple[Backend, str, list[WorkItem]]:
     template = resolve_template(settings, template)
     backend = create_backend(model, settings)
     policy = ImagePolicy.from_settings(settings, model)
-    items = work_items(build_queries(data_path, split, template), backend, template, policy)
+    items = work_items(build_queries(data_path, split, template, repeat), backend, template, policy, repeat)
     return backend, template, items
 
 
@@ -149,6 +159,8 @@ def predict_split(
     run_log_output: str | Path | None = None,
     journal_dir: str | Path | None = None,
     retry_refusals: bool = False,
+    repeat: int = 0,
+    only_ids: set[str] | None = None,
 ) -> SplitRun:
     """Answer every question of ``split`` with ``model`` and write the prediction file.
 
@@ -171,7 +183,8 @@ def predict_split(
     items: list[WorkItem] = []
     # a generator: the engine starts calling while later questions are still being read
     stream: Iterable[WorkItem] = _collecting(
-        iter_work_items(iter_queries(data_path, split, template), backend, template, policy), items
+        iter_work_items(iter_queries(data_path, split, template, repeat, only_ids), backend, template, policy, repeat),
+        items,
     )
     if missing_key is not None:
         stream = list(stream)
@@ -193,10 +206,11 @@ def predict_split(
             engine_settings,
             desc=f"{model}/{split}",
             progress=progress,
-            journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template},
+            journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template}
+            | ({"repeat": repeat} if repeat else {}),
             **extra,
         )
-        result = engine.run(stream, total=_row_count(data_path))
+        result = engine.run(stream, total=len(only_ids) if only_ids is not None else _row_count(data_path))
     finally:
         if journal is not None:
             journal.close()
@@ -325,6 +339,8 @@ class Estimate:
     batch_cost_expected: float | None = None  # the same calls at the batch prices (sabre_prior.inference.batch)
     batch_cost_max: float | None = None
     batch: bool = False  # the model runs in batch mode
+    template: str = ""  # the prompt template priced (prompt.templates)
+    repeat: int = 0  # the stability audit's repeat (0: the main run)
 
 
 def estimate_split(
@@ -335,6 +351,9 @@ def estimate_split(
     *,
     template: str | None = None,
     journal_dir: str | Path | None = None,
+    also_journals: Sequence[Path] = (),
+    repeat: int = 0,
+    only_ids: set[str] | None = None,
 ) -> Estimate:
     """Calls still to make for ``model`` on ``split`` (journal hits excluded), their tokens and cost.
 
@@ -347,9 +366,13 @@ def estimate_split(
     """
     import os
 
-    backend, template, items = _prepare(model, settings, split, Path(data_path), template)
+    backend, template, items = _prepare(model, settings, split, Path(data_path), template, repeat)
+    if only_ids is not None:
+        items = [i for i in items if i.query.id in only_ids]
     offline = backend.kind == "offline"
     done = {} if offline else read_journal(journal_path(model, split, journal_dir=journal_dir))
+    for extra in () if offline else also_journals:
+        done.update(read_journal(journal_path(model, split, journal_dir=extra)))
     todo: dict[str, WorkItem] = {}
     cached = 0
     for item in items:
@@ -386,8 +409,54 @@ def estimate_split(
         batch_cost_expected=bprices.cost(input_tokens, expected_out) if bprices else None,
         batch_cost_max=bprices.cost(input_tokens, bound_out) if bprices else None,
         batch=BatchSettings.from_settings(settings, model).enabled,
+        template=template,
+        repeat=repeat,
     )
 
+
+def estimate_dimensions(
+    params: Mapping[str, Any],
+    model: str,
+    settings: Mapping[str, Any],
+    split: str,
+    data_dir: Path,
+    templates: Sequence[str],
+    journal_root: Path | None = None,
+) -> list[Estimate]:
+    """What ``model`` on ``split`` still costs under every dimension of issue 21.
+
+    The main run (the model's template); every template of ``prompt.templates`` in the prompt
+    runs (their own journal, seeded from the main one: the main template costs nothing more);
+    the stability audit's repeats 1..k-1 on the audited subset (repeat 0 is the main run).
+    """
+    from .audit import audit_journal_dir, audit_settings, audited_ids
+    from .journal import template_journal_dir
+
+    root = journal_root or Path(".")
+    data = data_dir / f"{split}.parquet"
+    main_dir = root / C.JOURNAL_DIR
+    out = [estimate_split(model, settings, split, data, template=templates[0], journal_dir=main_dir)]
+    own = {k: v for k, v in settings.items() if k != "prompt_template"}
+    main_template = resolve_template(settings, templates[0])
+    for t in templates:
+        if t == main_template:  # answered by the main run first and copied from its journal: nothing more to pay
+            continue
+        out.append(
+            estimate_split(
+                model, own, split, data, template=t, journal_dir=template_journal_dir(t, root), also_journals=[main_dir]
+            )
+        )
+    audit = audit_settings(params)
+    if audit.repeats > 1:
+        ids = audited_ids(data, split, audit)
+        for r in range(1, audit.repeats):
+            out.append(
+                estimate_split(
+                    model, settings, split, data, template=templates[0],
+                    journal_dir=audit_journal_dir(r, root), repeat=r, only_ids=ids,
+                )
+            )  # fmt: skip
+    return out
 
 def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
     from .batch import check_supported
@@ -414,6 +483,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
         "cost USD (exp/max)",
         "with retries",
         "batch USD (exp/max)",
+        "template",
+        "repeat",
     )
     rows: list[tuple[str, ...]] = []
 
@@ -434,6 +505,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
                 f"{money(e.cost_expected)}/{money(e.cost_max)}",
                 money(e.cost_allowance),
                 f"{money(e.batch_cost_expected)}/{money(e.batch_cost_max)}{' b' if e.batch else ''}",
+                e.template,
+                str(e.repeat),
             )
         )
     priced = [e for e in estimates if e.cost_expected is not None]
@@ -453,6 +526,8 @@ def format_estimates(estimates: list[Estimate]) -> str:
             f"{money(total_exp)}/{money(total_max)}",
             money(total_allow),
             _batch_total(estimates, money),
+            "",
+            "",
         )
     )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -469,6 +544,11 @@ def format_estimates(estimates: list[Estimate]) -> str:
         lines.append(
             "* reasoning / thinking not switched off (" + ", ".join(reasoning) + "): "
             "expected output is the whole max_output_tokens budget per call"
+        )
+    if any(e.repeat or (e.template and e.template != estimates[0].template) for e in estimates):
+        lines.append(
+            "template / repeat: the prompt-sensitivity runs (prompt.templates; the main template is the main run's) "
+            "and the stability audit's repeats (repeat 0 is the main run)"
         )
     lines.append(
         "with retries: the max bound with every call retried as a budget-spent empty answer "

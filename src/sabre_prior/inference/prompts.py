@@ -52,10 +52,52 @@ def _screening_v1(row: Mapping[str, Any], eval_type: str) -> str:
     return "\n".join(parts)
 
 
-TEMPLATES = {"screening_v1": _screening_v1}
+def _options_lines(row: Mapping[str, Any]) -> list[str]:
+    opts = options_mapping(row.get("options"))
+    return [f"{k}. {v}" for k, v in opts.items()]
+
+
+def _bare_v1(row: Mapping[str, Any], eval_type: str) -> str:
+    """The question as the dataset words it (and a choice's options, one per line); no instruction."""
+    return "\n".join([str(row["question"]), *_options_lines(row)])
+
+
+#: The answer format, stated (format_v1).
+_FORMATS_V1 = {
+    "yes_no_exact": "Answer format: exactly one word, yes or no.",
+    "count_exact": "Answer format: exactly one whole number written in digits (for example 3).",
+    "choice_exact": "Answer format: exactly one capital letter, the letter of the correct option.",
+    "multiple_choice_exact": "Answer format: exactly one capital letter, the letter of the correct option.",
+}
+
+
+def _format_v1(row: Mapping[str, Any], eval_type: str) -> str:
+    """The screening layout with the answer format spelt out (what the scorer will read)."""
+    parts = [f"Question: {row['question']}"]
+    lines = _options_lines(row)
+    if lines:
+        parts += ["", "Options:", *lines]
+    parts += ["", _FORMATS_V1.get(eval_type, "Answer format: a short phrase."), "Reply with the answer only."]
+    return "\n".join(parts)
+
+
+#: The templates (their texts: docs/prompts.md).  ``screening_v1`` is the paper's prompt.
+TEMPLATES = {"screening_v1": _screening_v1, "bare_v1": _bare_v1, "format_v1": _format_v1}
 
 #: Version of each template's wording; part of the response journal's key.
-TEMPLATE_VERSIONS: dict[str, str] = {"screening_v1": "1"}
+TEMPLATE_VERSIONS: dict[str, str] = {"screening_v1": "1", "bare_v1": "1", "format_v1": "1"}
+
+
+def check_templates(names: Any, source: str = "params.yaml") -> list[str]:
+    """``prompt.templates`` checked against the known templates (a ConfigError names the entry)."""
+    out = []
+    for i, name in enumerate(names):
+        if name not in TEMPLATES:
+            raise ConfigError(
+                f"{source}: prompt.templates[{i}]: unknown prompt template {name!r}; known: {', '.join(sorted(TEMPLATES))}"
+            )
+        out.append(str(name))
+    return out
 
 
 def template_version(template: str) -> str:

@@ -133,6 +133,12 @@ def summarize(
     budget = sorted(
         qid for qid in question_ids if qid in records and str(records[qid].get("outcome")) == "empty"
     )
+    from .outcomes import budget_spent
+
+    # every answer that stopped at the output-token limit (empty or not): `truncated` when not correct
+    truncated = sorted(
+        qid for qid in question_ids if qid in records and budget_spent(records[qid].get("finish_reason"))
+    )
     return {
         "model": model,
         "split": split,
@@ -148,6 +154,10 @@ def summarize(
         "refused_ids": refused,
         "empty_budget_spent": len(budget),
         "empty_budget_spent_ids": budget,
+        "truncated": len(truncated),
+        "truncated_ids": truncated,
+        # what the provider said served the answers (issue 21): "<model>[ / <system_fingerprint>]" -> answers
+        "served": served_versions(records[q] for q in question_ids if q in records),
         "failed": len(failures),
         "failed_ids": sorted(failures),
         "calls": totals.calls,
@@ -169,6 +179,30 @@ def summarize(
         },
         "sent_images": sent,
     }
+
+
+def served_label(record: Mapping[str, Any]) -> str | None:
+    """``"<served model>"`` or ``"<served model> / <system fingerprint>"`` of one journal record (None: not reported)."""
+    served = (record.get("extra") or {}).get("served") if isinstance(record.get("extra"), Mapping) else None
+    if not isinstance(served, Mapping) or not served.get("model"):
+        return None
+    fp = served.get("system_fingerprint")
+    return f"{served['model']} / {fp}" if fp else str(served["model"])
+
+
+def served_versions(records: Any) -> dict[str, int]:
+    """Served version label -> answers, over records (each distinct call once)."""
+    out: dict[str, int] = {}
+    seen: set[str] = set()
+    for rec in records:
+        key = str(rec.get("key"))
+        if key in seen:
+            continue
+        seen.add(key)
+        label = served_label(rec)
+        if label is not None:
+            out[label] = out.get(label, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

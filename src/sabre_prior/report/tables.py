@@ -114,6 +114,22 @@ class ModelResults:
     interval_settings: IntervalSettings | None = None
     #: split -> questions the provider refused (no prediction, scored as wrong)
     refused: dict[str, int] = field(default_factory=dict)
+    #: split -> outcome -> questions (contracts.OUTCOMES; metrics written before issue 21 have none)
+    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def nonanswer(self, split: str) -> tuple[int, int] | None:
+        """(non-answers, questions) of a split (all splits for ``macro``), None when the metrics do not count outcomes."""
+        if split == MACRO:
+            parts = [n for s in self.outcomes if (n := self.nonanswer(s)) is not None]
+            return (sum(p[0] for p in parts), sum(p[1] for p in parts)) if parts else None
+        counts = self.outcomes.get(split)
+        if not counts:
+            return None
+        return sum(counts.get(o, 0) for o in C.NON_ANSWERS), sum(counts.values())
+
+    def flagged(self, split: str, threshold: float) -> bool:
+        n = self.nonanswer(split)
+        return n is not None and n[1] > 0 and n[0] / n[1] > threshold
 
     def value(self, column: str) -> float | None:
         """Accuracy of a table column (a split or ``"macro"``); None if not configured."""
@@ -160,6 +176,7 @@ def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], k
     probes: dict[str, dict[str, float]] = {}
     questions: dict[str, float] = {}
     refused: dict[str, int] = {}
+    outcomes: dict[str, dict[str, int]] = {}
     for split in splits:
         if split not in data:
             raise ResultsFileError(f"{path}: split '{split}' is configured in params.yaml but missing here")
@@ -173,6 +190,12 @@ def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], k
         n_refused = block.get(C.M_REFUSED)
         if isinstance(n_refused, int) and not isinstance(n_refused, bool) and n_refused > 0:
             refused[split] = n_refused
+        if C.M_OUTCOMES in block:
+            raw_outcomes = _mapping(path, f"{split}.{C.M_OUTCOMES}", block[C.M_OUTCOMES])
+            unknown = sorted(set(raw_outcomes) - set(C.OUTCOMES))
+            if unknown:
+                raise ResultsFileError(f"{path}: {split}.{C.M_OUTCOMES}: unknown outcome(s) {', '.join(unknown)}")
+            outcomes[split] = {o: int(raw_outcomes.get(o, 0)) for o in C.OUTCOMES}
         if split in C.PAIRED_SPLITS:
             if C.M_PROBE_ACCURACY in block:
                 raw = _mapping(path, f"{split}.{C.M_PROBE_ACCURACY}", block[C.M_PROBE_ACCURACY])
@@ -184,7 +207,7 @@ def _parse_metrics(path: Path, data: Mapping[str, Any], splits: Sequence[str], k
     if C.M_MACRO not in data:
         raise ResultsFileError(f"{path}: {C.M_MACRO} is missing")
     macro = _fraction(path, C.M_MACRO, data[C.M_MACRO])
-    return ModelResults(key, name, accuracy, macro, totals, probes, questions, refused=refused)
+    return ModelResults(key, name, accuracy, macro, totals, probes, questions, refused=refused, outcomes=outcomes)
 
 
 def _parse_intervals(
@@ -249,6 +272,7 @@ def load_results(params: Mapping[str, Any], metrics_dir: Path, intervals_dir: Pa
                 intervals,
                 settings,
                 result.refused,
+                result.outcomes,
             )
         results.append(result)
     return results
@@ -267,14 +291,16 @@ class Cell:
     bold: bool = False
 
 
-TABLE_COLUMNS: tuple[str, ...] = (*TABLE_SPLITS, MACRO)
+#: Marks a cell whose non-answer rate exceeds analysis.report.max_nonanswer_rate (see the caption).
+FLAG = "†"
 
 
-def build_cells(results: Sequence[ModelResults]) -> list[list[Cell]]:
+def build_cells(results: Sequence[ModelResults], threshold: float | None = None) -> list[list[Cell]]:
     """Rows of cells (columns: the four splits, then macro); bold by :func:`.style.best_flags`.
 
     Every number is rounded by :mod:`.style` (one rule for the md, csv and tex tables, the figures
-    and the HTML report)."""
+    and the HTML report). With ``threshold`` a split whose non-answer rate exceeds it carries
+    :data:`FLAG` after its value."""
     rows: list[list[Cell]] = []
     for r in results:
         row: list[Cell] = []
@@ -285,7 +311,8 @@ def build_cells(results: Sequence[ModelResults]) -> list[list[Cell]]:
             if value is None:
                 row.append(Cell(None, "", ""))
             else:
-                row.append(Cell(style.score_value(value), style.score_text(value), suffix))
+                flag = FLAG if threshold is not None and r.flagged(column, threshold) else ""
+                row.append(Cell(style.score_value(value), style.score_text(value) + flag, suffix))
         rows.append(row)
     for j in range(len(TABLE_COLUMNS)):
         for row, bold in zip(rows, style.best_flags([row[j].value for row in rows])):
@@ -314,7 +341,7 @@ def _n_suffix(results: Sequence[ModelResults], r: ModelResults, column: str) -> 
     return f" (n = {r.totals[column]})"
 
 
-def _caption(data: DataIdentity, results: Sequence[ModelResults], splits: Sequence[str]) -> str:
+def _caption(data: DataIdentity, results: Sequence[ModelResults], splits: Sequence[str], params: Mapping[str, Any]) -> str:
     text = (
         f"Accuracy in percent on SABRE-Prior (data: {data.label}). Context and texture: strict four-probe "
         "pair accuracy; attribute: exact count; language: exact option; macro avg.: unweighted mean "
@@ -352,7 +379,36 @@ def _caption(data: DataIdentity, results: Sequence[ModelResults], splits: Sequen
             for r in refusing
         ]
         text += " Questions refused by the provider (no answer, counted as wrong): " + "; ".join(parts) + "."
-    return text
+    return text + _outcome_notes(params, results)
+
+
+def _outcome_notes(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
+    """Footnotes: every model's non-answers by split and kind, and which cells are flagged."""
+    from ..analysis.failure import max_nonanswer_rate
+
+    threshold = max_nonanswer_rate(params)
+    parts = []
+    for r in results:
+        cells = []
+        for split in TABLE_SPLITS:
+            counts = r.outcomes.get(split)
+            n = r.nonanswer(split)
+            if not counts or n is None or not n[0]:
+                continue
+            kinds = ", ".join(f"{counts[o]} {o}" for o in C.NON_ANSWERS if counts.get(o))
+            cells.append(f"{split} {n[0]} of {n[1]} ({kinds})" + (FLAG if r.flagged(split, threshold) else ""))
+        if cells:
+            parts.append(f"{r.name}: " + "; ".join(cells))
+    if not any(r.outcomes for r in results):
+        return ""
+    if not parts:
+        return " Every question was answered (no unparseable, refused, failed or truncated answer)."
+    level = format(Decimal(str(threshold)) * 100, "f").rstrip("0").rstrip(".")
+    return (
+        " Non-answers (unparseable, refused, failed, truncated; counted as wrong, as the contract says; "
+        "bounds in failure_aware.md): " + ". ".join(parts) + f". {FLAG}: more than {level}% of the split's "
+        "questions are non-answers (analysis.report.max_nonanswer_rate)."
+    )
 
 
 def render_markdown(params: Mapping[str, Any], results: Sequence[ModelResults], data: DataIdentity) -> str:
@@ -365,34 +421,40 @@ def render_markdown(params: Mapping[str, Any], results: Sequence[ModelResults], 
 
     rows = [
         [markdown_escape(r.name), *(shown(r, c, col) for c, col in zip(cells, TABLE_COLUMNS))]
-        for r, cells in zip(results, build_cells(results))
+        for r, cells in zip(results, build_cells(results, _threshold(params)))
     ]
-    caption = _caption(data, results, configured_splits(params))
+    caption = _caption(data, results, configured_splits(params), params)
     return md_table(header, rows, compact_rule=True, escape=False) + "\n" + caption + "\n"
 
 
 def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults], data: DataIdentity) -> str:
     header = ["Model", *(column_header(results, c) for c in TABLE_COLUMNS)]
     lines = [
-        "% " + _caption(data, results, configured_splits(params)),
+        "% " + _caption(data, results, configured_splits(params), params),
         "% Generated by `sabre tables`; needs \\usepackage{booktabs}.",
         "\\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
         "\\toprule",
         " & ".join(latex_escape(h) for h in header) + " \\\\",
         "\\midrule",
     ]
-    for r, cells in zip(results, build_cells(results)):
+    for r, cells in zip(results, build_cells(results, _threshold(params))):
         shown = [
             (
                 "--"
                 if c.value is None
                 else (f"\\textbf{{{c.text}}}" if c.bold else c.text) + c.interval + _n_suffix(results, r, col)
-            )
+            ).replace(FLAG, "\\textsuperscript{\\dag}")
             for c, col in zip(cells, TABLE_COLUMNS)
         ]
         lines.append(" & ".join([latex_escape(r.name), *shown]) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _threshold(params: Mapping[str, Any]) -> float:
+    from ..analysis.failure import max_nonanswer_rate
+
+    return max_nonanswer_rate(params)
 
 
 def render_csv(results: Sequence[ModelResults]) -> str:
@@ -410,6 +472,80 @@ def render_ci_csv(results: Sequence[ModelResults]) -> str:
             if iv is not None:
                 rows.append([r.key, column, *(style.score_text(x) for x in (iv.estimate, iv.low, iv.high))])
     return csv_text(CI_CSV_COLUMNS, rows)
+
+
+# ---------------------------------------------------------------------------
+# Failure-aware scores (sabre_prior.analysis.failure): official, non-answers excluded, at chance
+# ---------------------------------------------------------------------------
+FAILURE_STEM = "failure_aware"
+FAILURE_CSV_COLUMNS: tuple[str, ...] = (
+    "model", "split", "bound", "estimate", "low", "high", "nonanswer", "questions", "nonanswer_rate", "flagged",
+)  # fmt: skip
+BOUND_TITLES = {"official": "Official", "excluded": "Non-answers excluded", "chance": "Non-answers at chance"}
+
+
+def _failure_block(path: Path) -> Mapping[str, Any] | None:
+    data = read_json_file(path, missing="intervals file not found", error=ResultsFileError)
+    block = data.get("failure_aware") if isinstance(data, Mapping) else None
+    if block is not None and not isinstance(block, Mapping):
+        raise ResultsFileError(f"{path}: 'failure_aware' is not an object")
+    return block
+
+
+def _bound_text(iv: Mapping[str, float] | None) -> str:
+    if iv is None:
+        return "n/a"
+    return f"{format_percent(iv['estimate'])} [{format_percent(iv['low'])}, {format_percent(iv['high'])}]"
+
+
+def render_failure_markdown(
+    params: Mapping[str, Any], results: Sequence[ModelResults], blocks: Mapping[str, Mapping[str, Any]]
+) -> str:
+    from ..analysis.failure import flag_text, flagged
+
+    threshold = _threshold(params)
+    columns = [*configured_splits(params), MACRO]
+    rows = []
+    for r in results:
+        block = blocks[r.key]
+        for column in columns:
+            b = block.get(MACRO if column == MACRO else column) or {}
+            flag = flagged(b, threshold)
+            rows.append(
+                [markdown_escape(r.name), COLUMN_TITLES[column], *(_bound_text(b.get(k)) for k in BOUND_TITLES),
+                 flag_text(b) + (f" {FLAG}" if flag else "")]
+            )  # fmt: skip
+    level = format(Decimal(str(threshold)) * 100, "f").rstrip("0").rstrip(".")
+    return (
+        "# Failure-aware scores\n\n"
+        + md_table(["Model", "Split", *BOUND_TITLES.values(), "Non-answers"], rows, compact_rule=True, escape=False)
+        + "\nAccuracy in percent with percentile bootstrap intervals (the settings of results/intervals). "
+        "Official: the contract's score, a non-answer (unparseable, refused, failed or truncated) counts as wrong. "
+        "Non-answers excluded: the score over the units (pairs for context/texture) without any non-answer "
+        "(n/a: none left). Non-answers at chance: each non-answer replaced by a uniform guess (yes/no 1/2, "
+        f"1/options, 1/distinct counts), as an expected score. {FLAG}: more than {level}% of the questions are "
+        "non-answers (analysis.report.max_nonanswer_rate).\n"
+    )
+
+
+def render_failure_csv(
+    params: Mapping[str, Any], results: Sequence[ModelResults], blocks: Mapping[str, Mapping[str, Any]]
+) -> str:
+    from ..analysis.failure import flagged
+
+    threshold = _threshold(params)
+    rows: list[list[Any]] = []
+    for r in results:
+        for column in [*configured_splits(params), MACRO]:
+            b = blocks[r.key].get(column) or {}
+            for bound in BOUND_TITLES:
+                iv = b.get(bound)
+                values = [format_percent(iv[k]) for k in ("estimate", "low", "high")] if iv else [None, None, None]
+                rows.append(
+                    [r.key, column, bound, *values, b.get("nonanswer"), b.get("questions"), b.get("rate"),
+                     flagged(b, threshold)]
+                )  # fmt: skip
+    return csv_text(FAILURE_CSV_COLUMNS, rows)
 
 
 # ---------------------------------------------------------------------------
@@ -440,6 +576,17 @@ def write_main_tables(
     ci_path = outdir / CI_CSV_NAME
     if intervals_dir is not None:
         outputs[ci_path] = render_ci_csv(results)
+        blocks = {r.key: _failure_block(Path(intervals_dir) / f"{r.key}.json") for r in results}
+        if any(b is not None for b in blocks.values()):  # intervals files written before issue 21 have none
+            missing = [k for k, b in blocks.items() if b is None]
+            if missing:
+                raise ResultsFileError(
+                    f"{intervals_dir}: {', '.join(f'{k}.json' for k in missing)} lack the 'failure_aware' block "
+                    "the others have (re-run `sabre intervals` for them)"
+                )
+            full = {k: b for k, b in blocks.items() if b is not None}
+            outputs[outdir / f"{FAILURE_STEM}.md"] = render_failure_markdown(params, results, full)
+            outputs[outdir / f"{FAILURE_STEM}.csv"] = render_failure_csv(params, results, full)
     elif ci_path.exists():
         ci_path.unlink()
     for path, text in outputs.items():

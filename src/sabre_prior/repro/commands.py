@@ -46,7 +46,8 @@ def _manifest(args: argparse.Namespace) -> int:
         print("\n".join(commits) if commits else "no commit among the last 200 holds exactly the code these results ran")
         return 0 if commits else 1
     params = load_params(args.params)
-    manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root)
+    usage = Path(args.usage_dir) if args.usage_dir else None
+    manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root, usage)
     # the commit goes to the log, not into the tracked manifest: the code each job ran is in its
     # recipe (.sabre/recipes/, git blob ids), so `sabre manifest --find-commits` names the commits
     print(f"git HEAD: {_git_head(root)}")
@@ -58,6 +59,10 @@ def _p_manifest(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
     p.add_argument("--output", default="results/manifest.json", help="the run manifest JSON to write")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    p.add_argument(
+        "--usage-dir",
+        help="usage summaries (<model>/<split>.json): list the model versions the providers said served each model",
+    )
     p.add_argument(
         "--find-commits",
         action="store_true",

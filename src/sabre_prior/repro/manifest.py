@@ -241,23 +241,44 @@ def _dataset_entry(identity: DataIdentity) -> dict[str, Any]:
     return {"source": identity.source, "kind": identity.kind, "revision": identity.revision}
 
 
-def build_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path, root: Path) -> dict[str, Any]:
+def served_by_model(params: Mapping[str, Any], usage_dir: Path) -> dict[str, dict[str, int]]:
+    """Per model, the versions the provider said served its main-run answers (from the usage summaries)."""
+    from ..analysis.robustness import served_versions
+
+    splits = list(params.get("splits") or C.SPLITS)
+    return {m: served_versions(usage_dir / m, splits) for m in sorted(params.get("models") or {})}
+
+
+def build_manifest(
+    params: Mapping[str, Any], params_path: Path, data_dir: Path, root: Path, usage_dir: Path | None = None
+) -> dict[str, Any]:
     """The manifest as a dict (see the module docstring)."""
     backends = {str(s.get("backend")) for s in (params.get("models") or {}).values()}
     packages = list(CORE_PACKAGES) + [p for b in sorted(backends) for p in BACKEND_PACKAGES.get(b, ())]
     splits = list(params.get("splits") or C.SPLITS)
     data = {split: parquet_fingerprint(data_dir / f"{split}.parquet") for split in splits}
+    models = model_entries(params)
+    if usage_dir is not None:  # issue 21: "served": {"<model>[ / <fingerprint>]": answers} ({} for offline models)
+        for name, served in served_by_model(params, usage_dir).items():
+            models[name]["served"] = served
     return {
         "schema_version": SCHEMA_VERSION,
         "packages": package_versions(packages),
         # what the Parquet files say they were read from (the fetch step's record), not params.yaml
         "dataset": _dataset_entry(data_identity(data_dir, splits)),
         "data": data,
-        "models": model_entries(params),
+        "models": models,
     }
 
 
-def write_manifest(params: Mapping[str, Any], params_path: Path, data_dir: Path, output: Path, root: Path = Path(".")) -> dict[str, Any]:
-    manifest = build_manifest(params, params_path, data_dir, root)
+def write_manifest(
+    params: Mapping[str, Any],
+    params_path: Path,
+    data_dir: Path,
+    output: Path,
+    root: Path = Path("."),
+    usage_dir: Path | None = None,
+) -> dict[str, Any]:
+    manifest = build_manifest(params, params_path, data_dir, root, usage_dir)
     write_json(output, manifest)
     return manifest

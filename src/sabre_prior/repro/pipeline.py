@@ -38,8 +38,12 @@ STAMP_DIR = ".sabre/recipes"  # one recipe per job (sabre_prior.repro.state)
 LOG_DIR = "results/logs"
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-_STAR = re.compile(r"\{\*(model|split)\}")
-_ITEM = re.compile(r"\{(model|split)\}")
+#: The pipeline's dimensions and the params key listing each one's values (a DVC foreach/matrix
+#: axis and a Snakemake wildcard each): models, splits, prompt templates (issue 21).
+DIMENSIONS: dict[str, str] = {"model": "models", "split": "splits", "template": "prompt.templates"}
+_DIM = "|".join(DIMENSIONS)
+_STAR = re.compile(r"\{\*(" + _DIM + r")\}")
+_ITEM = re.compile(r"\{(" + _DIM + r")\}")
 _PARAM = re.compile(r"\{p:([A-Za-z0-9_.]+)\}")
 
 
@@ -57,7 +61,7 @@ class Out:
 @dataclass(frozen=True)
 class Stage:
     name: str
-    over: tuple[str, ...]  # (), ("split",), ("model",) or ("model", "split")
+    over: tuple[str, ...]  # names of DIMENSIONS: (), ("split",), ("model",), ("model", "split"), ("template", "model")
     cmd: str  # {model}, {split}, {p:<params key>}
     deps: tuple[str, ...]
     outs: tuple[Out, ...]
@@ -95,7 +99,7 @@ DIAGNOSTIC_TABLES = (
     "diagnostics_language.csv",
     "diagnostics_parsing.csv",
 )
-REPORT_FIGURES = (*FIGURES, "pair_outcomes")
+REPORT_FIGURES = (*FIGURES, "pair_outcomes", "prompt_sensitivity")
 
 #: The pipeline. Order: producers before consumers.
 STAGES: tuple[Stage, ...] = (
@@ -122,7 +126,23 @@ STAGES: tuple[Stage, ...] = (
         " --output results/predictions/{model}/{split}.jsonl --usage results/usage/{model}/{split}.json",
         deps=("data/parquet/{split}.parquet",),
         outs=(Out("results/predictions/{model}/{split}.jsonl"), Out("results/usage/{model}/{split}.json")),
-        params=("models.{model}!display_name", "prompt.template"),
+        params=("models.{model}!display_name", "prompt.templates.0"),  # the main template only: adding one reruns nothing here
+    ),
+    # Prompt sensitivity (issue 21): every template of prompt.templates, per model, all splits in one
+    # job; the main predictions come first, so that the main template's answers (and any answer
+    # the main journal holds) are reused, never paid twice.
+    Stage(
+        "prompt_run",
+        ("template", "model"),
+        "sabre prompt-run --template {template} --model {model} --data data/parquet --outdir results/prompts/{template}/{model}",
+        deps=(_PARQUET, "results/predictions/{model}/{*split}.jsonl"),
+        outs=(
+            Out("results/prompts/{template}/{model}/predictions/{*split}.jsonl"),
+            Out("results/prompts/{template}/{model}/usage/{*split}.json"),
+            Out("results/prompts/{template}/{model}/traces/{*split}.jsonl"),
+            Out("results/prompts/{template}/{model}/metrics.json"),
+        ),
+        params=("models.{model}", "splits"),
     ),
     Stage(
         "evaluate",
@@ -154,8 +174,10 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/main_results.csv", report=("Tables", "Main results")),
             Out("results/tables/main_results.tex"),
             Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
+            Out("results/tables/failure_aware.md", report=("Tables", "Failure-aware scores")),
+            Out("results/tables/failure_aware.csv"),
         ),
-        params=_AGG_PARAMS,  # the data source shown is what the Parquet files record
+        params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),  # the data source shown is what the Parquet files record
     ),
     Stage(
         "figures",
@@ -206,7 +228,47 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/paper_comparison.md", report=("Analysis", "Comparison with the paper")),
             Out("results/tables/paper_comparison.csv"),
         ),
-        params=_AGG_PARAMS,
+        params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
+    ),
+    # API stability audit (issue 21): repeats 1..k-1 of a fixed subset; repeat 0 is the main run's traces
+    Stage(
+        "audit",
+        ("model",),
+        "sabre audit --model {model} --data data/parquet --traces-dir results/traces/{model}"
+        " --output results/audit/{model}.json",
+        deps=(_PARQUET, "results/traces/{model}/{*split}.jsonl"),
+        outs=(Out("results/audit/{model}.json"),),
+        params=("models.{model}", "splits", "audit", "prompt.templates.0", *_BOOTSTRAP),
+    ),
+    Stage(
+        "stability",
+        (),
+        "sabre stability --audit-dir results/audit --usage-dir results/usage --prompts-dir results/prompts"
+        " --outdir results/tables",
+        deps=(
+            "results/audit/{*model}.json",
+            "results/usage/{*model}/{*split}.json",
+            "results/prompts/{*template}/{*model}/usage/{*split}.json",
+        ),
+        outs=(
+            Out("results/tables/stability.md", report=("Analysis", "API stability")),
+            Out("results/tables/stability.csv"),
+            Out("results/tables/cost.csv"),  # cost by model, template, repeat and split
+        ),
+        params=(*_AGG_PARAMS, "audit", "prompt.templates"),
+    ),
+    Stage(
+        "prompt_sensitivity",
+        (),
+        "sabre prompt-sensitivity --prompts-dir results/prompts --outdir results/tables --figures-dir results/figures",
+        deps=("results/prompts/{*template}/{*model}/traces/{*split}.jsonl",),
+        outs=(
+            Out("results/tables/prompt_sensitivity.md", report=("Analysis", "Prompt sensitivity")),
+            Out("results/tables/prompt_sensitivity.csv"),
+            Out("results/figures/prompt_sensitivity.png", report=("Figures", "Prompt sensitivity")),
+            Out("results/figures/prompt_sensitivity.pdf"),
+        ),
+        params=(*_AGG_PARAMS, "prompt.templates", *_BOOTSTRAP),
     ),
     Stage(
         "html_report",
@@ -214,6 +276,7 @@ STAGES: tuple[Stage, ...] = (
         "sabre report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals"
         " --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv"
         " --paper results/tables/paper_comparison.csv"
+        + " --sensitivity results/tables/prompt_sensitivity.csv --stability results/tables/stability.csv"
         + "".join(f" --figure results/figures/{fig}.png" for fig in REPORT_FIGURES)
         + " --output results/report/index.html",
         deps=(
@@ -223,6 +286,8 @@ STAGES: tuple[Stage, ...] = (
             "results/analysis/diagnostics.json",
             "results/tables/model_comparison.csv",
             "results/tables/paper_comparison.csv",
+            "results/tables/prompt_sensitivity.csv",
+            "results/tables/stability.csv",
             *(f"results/figures/{fig}.png" for fig in REPORT_FIGURES),
         ),
         outs=(Out("results/report/index.html"),),
@@ -231,8 +296,8 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         "manifest",
         (),
-        "sabre manifest --output results/manifest.json --data data/parquet",
-        deps=(_PARQUET,),
+        "sabre manifest --output results/manifest.json --data data/parquet --usage-dir results/usage",
+        deps=(_PARQUET, "results/usage/{*model}/{*split}.json"),  # the served model versions
         outs=(Out("results/manifest.json"),),
         params=("models", "splits", "dataset"),
     ),
@@ -314,12 +379,25 @@ def dvc_path(pattern: str) -> str:
 
 
 def get_param(params: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted key (a digit part indexes a list: ``prompt.templates.0``); None if absent."""
     node: Any = params
     for part in key.split("."):
+        if isinstance(node, list) and part.isdigit():
+            if int(part) >= len(node):
+                return None
+            node = node[int(part)]
+            continue
         if not isinstance(node, Mapping) or part not in node:
             return None
         node = node[part]
     return node
+
+
+def templates(params: Mapping[str, Any]) -> list[str]:
+    """``prompt.templates`` (the first is the main table's)."""
+    from ..config import prompt_templates
+
+    return prompt_templates(params)
 
 
 # ---------------------------------------------------------------------------
@@ -373,8 +451,12 @@ class Pipeline:
     def stages(self) -> list[Stage]:
         return [s for s in STAGES if s.name != "demo_data" or self.kind == "demo"]
 
+    @property
+    def templates(self) -> list[str]:
+        return templates(self.params)
+
     def values(self) -> dict[str, list[str]]:
-        return {"model": self.models, "split": self.splits}
+        return {"model": self.models, "split": self.splits, "template": self.templates}
 
     # -- Snakemake's view -------------------------------------------------------
     def fetch_inputs(self, split: str) -> list[str]:
@@ -406,7 +488,7 @@ class Pipeline:
         """The command for Snakemake's ``shell:`` (wildcards, params values filled in, other braces escaped)."""
         text = _PARAM.sub(lambda m: str(get_param(self.params, m.group(1))), stage.command())
         text = text.replace("{", "{{").replace("}", "}}")
-        return re.sub(r"\{\{(model|split)\}\}", r"{wildcards.\1}", text)
+        return re.sub(r"\{\{(" + _DIM + r")\}\}", r"{wildcards.\1}", text)
 
     def jobs(self) -> list[Job]:
         """Every job of the pipeline, producers first."""
@@ -525,15 +607,20 @@ _HEADER = """\
 """
 
 
+def _dvc_param(key: str) -> str:
+    """A params key in DVC's interpolation syntax (``prompt.templates.0`` -> ``prompt.templates[0]``)."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", key)
+
+
 def _dvc_text(text: str, over: tuple[str, ...]) -> str:
     if over == ("split",):
         subst = {"split": "${item}"}
     elif over == ("model",):
         subst = {"model": "${key}"}
-    else:
-        subst = {"model": "${item.model}", "split": "${item.split}"}
+    else:  # a matrix: ${item.<dimension>}
+        subst = {name: "${item." + name + "}" for name in DIMENSIONS}
     text = _ITEM.sub(lambda m: subst[m.group(1)], text)
-    return _PARAM.sub(lambda m: "${" + m.group(1) + "}", text)
+    return _PARAM.sub(lambda m: "${" + _dvc_param(m.group(1)) + "}", text)
 
 
 def _dvc_fetch(pipeline: Pipeline) -> list[str]:
@@ -578,7 +665,7 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     if stage.over == ("model",):
         return {"foreach": "${models}", "do": body}
     if stage.over:
-        return {"matrix": {"model": "${models}", "split": "${splits}"}, **body}
+        return {"matrix": {name: "${" + DIMENSIONS[name] + "}" for name in stage.over}, **body}
     return body
 
 

@@ -41,11 +41,21 @@ HEADERS: dict[str, str] = {
     "analysis": """\
 # Analysis beyond the paper (sabre_prior.analysis): bootstrap intervals, paired model comparisons,
 # world-prior diagnostics, the comparison with the paper and the HTML report that shows them.""",
+    "robustness": """\
+# Numbers you can trust: the prompt-sensitivity runs (one job per template and model, all splits;
+# the `template` wildcard takes the values of prompt.templates), the API stability audit (one job
+# per model) and their tables (docs/prompts.md, docs/stability.md).""",
     "repro": "# Reproducibility: the run manifest, and the jobs' recipes as DVC's stage `recipes` records them.",
 }
 
 #: Rule lines that are not the declaration's (Snakemake-only: resources, device pinning).
+_API_JOBS = """\
+    resources:
+        api_jobs=lambda wc: int(backend_kind(config["models"][wc.model].get("backend")) == "api"),
+"""
 EXTRAS: dict[str, str] = {
+    "prompt_run": _API_JOBS,
+    "audit": _API_JOBS,
     "predict": """\
     wildcard_constraints:
         model=one_of(OTHER_MODELS),
@@ -88,8 +98,18 @@ rule recipes:
 }
 
 
+#: Top-level command modules and the rule file they go to.
+GROUP_OF_MODULE = {"prompt_run": "robustness", "audit": "robustness"}
+
+
+#: Rules a cluster run may submit (they run models); every other rule is a localrule (predict is
+#: made local in common.smk: its twin predict_local runs the local models).
+SUBMITTED = frozenset({"predict", "prompt_run", "audit"})
+
+
 def group_of(stage: Stage) -> str:
-    return COMMANDS[stage.cmd.split()[1]].split(".")[0]
+    module = COMMANDS[stage.cmd.split()[1]].split(".")[0]
+    return GROUP_OF_MODULE.get(module, module)
 
 
 def groups() -> list[str]:
@@ -168,10 +188,10 @@ def render_rule(stage: Stage) -> str:
 
 def render_group(group: str) -> str:
     stages = [s for s in STAGES if group_of(s) == group]
-    names = [s.name for s in stages if s.name != "predict"] + (["recipes"] if group == "repro" else [])
+    names = [s.name for s in stages if s.name not in SUBMITTED] + (["recipes"] if group == "repro" else [])
     parts = [GENERATED + "\n" + HEADERS[group] + "\n"]
     if names:  # seconds each (or API calls): never submitted to a cluster; local-model jobs are
-        parts.append("\n# never submitted to a cluster (only predict_local is)\nlocalrules:\n" + "".join(f"    {n},\n" for n in names))
+        parts.append("\n# never submitted to a cluster\nlocalrules:\n" + "".join(f"    {n},\n" for n in names))
     for stage in stages:
         parts.append("\n\n" + render_rule(stage))
     parts.append(TRAILERS.get(group, ""))

@@ -3,7 +3,11 @@
   const D = JSON.parse(document.getElementById("sabre-data").textContent);
   const CLASSES = ["all_correct", "prior_following", "always_yes", "always_no", "other"];
   const CLASS_LABELS = { all_correct: "All correct", prior_following: "Prior-following", always_yes: "Always yes", always_no: "Always no", other: "Other" };
-  const COLS = { pred: 0, norm: 1, answer: 2, normAnswer: 3, parsed: 4, missing: 5, correct: 6 };
+  const COLS = { pred: 0, norm: 1, answer: 2, normAnswer: 3, parsed: 4, missing: 5, correct: 6, outcome: 7 };
+  const NON = new Set(D.non_answers || []);
+  const fa = (m) => (D.intervals[m] || {}).failure_aware || null;
+  const flagged = (b) => !!b && Number(b.rate) > D.max_nonanswer_rate;
+  const flagText = (b) => `${b.nonanswer} of ${b.questions} non-answers (${pct(b.rate)}%)`;
   const $ = (id) => document.getElementById(id);
 
   // Build an element; children are nodes or strings (always inserted as text, never as HTML).
@@ -67,6 +71,7 @@
     $("main-note").textContent = `Accuracy in percent with its ${level} interval in brackets; n under each split: the pairs or questions its score counts. Context/texture: strict four-probe pair accuracy. ${T.note}`;
     $("main-table").querySelectorAll("a.model-link").forEach((a) => a.addEventListener("click", () => { $("q-model").value = a.dataset.model; }));
 
+    robustness();
     const figs = $("figures");
     figs.replaceChildren(...D.figures.map((f) => el("figure", { "data-figure": f.name }, el("img", { src: f.src, alt: f.caption }), el("figcaption", {}, f.caption))));
 
@@ -108,6 +113,42 @@
       D.paper.map((r) => ({ cells: [named(r.model), r.paper_name, r.metric, r.reported, r.reproduced, `[${r.low}, ${r.high}]`, r.difference, r.inside === "true" ? "yes" : "no"] })),
       [false, false, false, true, true, true, true, false], "No configured model has a paper_name (params.yaml): nothing to compare.");
   }
+  // ---------------------------------------------------------------- issue 21: flags, bounds, prompts, stability
+  function robustness() {
+    const flags = [];
+    for (const m of D.models) {
+      const f = fa(m.key);
+      if (!f) continue;
+      for (const s of D.splits) if (flagged(f[s])) flags.push(`${m.name} / ${s}: ${flagText(f[s])}`);
+    }
+    for (const r of D.stability) if (r.drift === "true") flags.push(`${nameOf(r.model)}: served by more than one model version (${r.served}): drift`);
+    const box = $("flags");
+    box.hidden = !flags.length;
+    box.replaceChildren(el("b", {}, `Flagged (non-answer rate above ${pct(D.max_nonanswer_rate)}%, or version drift):`), el("ul", {}, flags.map((t) => el("li", {}, t))));
+    const bound = (iv) => iv ? `${pct(iv.estimate)} [${pct(iv.low)}, ${pct(iv.high)}]` : "n/a";
+    const rows = [];
+    for (const m of D.models) {
+      const f = fa(m.key);
+      if (!f) continue;
+      for (const c of [...D.splits, "macro"]) {
+        const b = f[c];
+        rows.push({ attrs: flagged(b) ? { class: "flagged", "data-flagged": "true" } : {}, cells: [m.name, c, bound(b.official), bound(b.excluded), bound(b.chance), flagText(b) + (flagged(b) ? " †" : "")] });
+      }
+    }
+    $("failure-note").textContent = `Official: a non-answer (${[...NON].join(", ")}) counts as wrong, as the contract says. Excluded: units without any non-answer only (n/a: none left). At chance: each non-answer replaced by a uniform guess (expected score). ${level} percentile bootstrap intervals. † non-answer rate above ${pct(D.max_nonanswer_rate)}%.`;
+    table("failure-table", ["Model", "Split", "Official %", "Non-answers excluded %", "Non-answers at chance %", "Non-answers"], rows, [false, false, true, true, true, false], "No failure-aware scores (intervals written before outcomes were recorded).");
+    $("sensitivity-note").textContent = "Macro accuracy (%) per prompt template (docs/prompts.md) with its interval, and the paired bootstrap interval of its difference from the main template (points).";
+    table("sensitivity-table", ["Model", "Template", "Macro %", "Difference from main", "Non-answers"],
+      D.sensitivity.map((r) => ({ attrs: r.nonanswer_flag === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.template + (r.main === "true" ? " (main)" : ""),
+        `${pct(r.macro)} [${pct(r.macro_low)}, ${pct(r.macro_high)}]`, r.main === "true" ? "-" : `${Number(r.difference) >= 0 ? "+" : ""}${pct(r.difference)} [${pct(r.difference_low)}, ${pct(r.difference_high)}]`,
+        `${r.nonanswer} of ${r.questions}` + (r.nonanswer_flag === "true" ? " †" : "")] })), [false, false, true, true, false], "No prompt-sensitivity table given.");
+    $("stability-note").textContent = "Audited questions asked `repeats` times (repeat 0 = the main run). Flip rate: share whose normalized answer changed across repeats. Served: the model version the provider reported.";
+    table("stability-table", ["Model", "Repeats", "Questions", "Flip rate %", "Accuracy mean % (sd)", "Served", "Drift"],
+      D.stability.map((r) => ({ attrs: r.drift === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.repeats, r.questions,
+        r.flip_rate === "" ? "audit off" : `${pct(r.flip_rate)} [${pct(r.flip_low)}, ${pct(r.flip_high)}]`,
+        r.accuracy_mean === "" ? "-" : `${pct(r.accuracy_mean)} (${pct(r.accuracy_sd)})`, r.served, r.drift === "true" ? "drift" : "no"] })),
+      [false, true, true, true, true, false, false], "No stability table given.");
+  }
   function fmtP(p) { const x = Number(p); return x < 0.001 ? "<0.001" : x.toPrecision(3).replace(/\.?0+$/, ""); }
 
   // ---------------------------------------------------------------- questions
@@ -132,6 +173,7 @@
     fillSelect(probeSel, [["all", "all"], ...probes.map(([p]) => [p, p])], prevProbe);
     probeSel.disabled = !probes.length;
     const verdictF = $("filter-verdict").value, probeF = probeSel.value, parseF = $("filter-parse").checked;
+    const outcomeF = $("filter-outcome").value;
     const text = $("filter-text").value.trim().toLowerCase();
     const qs = D.questions[split], res = D.results[model][split];
     const rows = [];
@@ -140,16 +182,18 @@
       if (verdictF === "wrong" && r[COLS.correct]) return;
       if (verdictF === "correct" && !r[COLS.correct]) return;
       if (probeF !== "all" && q.probe !== probeF) return;
+      if (outcomeF !== "all" && r[COLS.outcome] !== outcomeF) return;
       if (parseF && (r[COLS.parsed] || r[COLS.missing])) return;
       if (text && ![q.id, q.q, String(r[COLS.pred] ?? ""), String(r[COLS.norm])].some((s) => s.toLowerCase().includes(text))) return;
       const opts = q.options.length ? el("ol", { class: "opts", type: "A" }, q.options.map(([k, v]) => el("li", {}, `${v}`))) : null;
-      rows.push(el("tr", { "data-id": q.id, "data-correct": String(r[COLS.correct]), "data-probe": q.probe || "", "data-parsed": String(r[COLS.parsed]) },
+      rows.push(el("tr", { "data-id": q.id, "data-correct": String(r[COLS.correct]), "data-probe": q.probe || "", "data-parsed": String(r[COLS.parsed]), "data-outcome": r[COLS.outcome] },
         el("td", { class: "thumb" }, thumb(q.img, q.id)),
         el("td", { class: "text" }, el("span", { class: "qid" }, q.id + (q.probe ? ` · ${q.probe}` : "")), q.q, opts),
         el("td", { class: "resp" }, r[COLS.missing] ? el("span", { class: "empty" }, "(no prediction)") : String(r[COLS.pred] ?? "")),
         el("td", { class: "resp" }, String(r[COLS.norm])),
         el("td", { class: "resp" }, String(r[COLS.normAnswer])),
-        el("td", {}, verdict(r))));
+        el("td", {}, verdict(r)),
+        el("td", {}, el("span", { class: "outcome " + (NON.has(r[COLS.outcome]) ? "non-answer" : r[COLS.outcome]) }, r[COLS.outcome]))));
     });
     $("q-rows").replaceChildren(...rows);
     $("q-count").textContent = `${rows.length} of ${qs.length} questions`;
@@ -207,7 +251,8 @@
   fillSelect($("p-model"), modelItems);
   fillSelect($("p-split"), D.paired.map((s) => [s, s]));
   fillSelect($("p-class"), [["all", "all"], ...CLASSES.map((c) => [c, CLASS_LABELS[c]])]);
-  for (const id of ["q-model", "q-split", "filter-verdict", "filter-probe", "filter-parse"]) $(id).addEventListener("change", renderQuestions);
+  fillSelect($("filter-outcome"), [["all", "all"], ...(D.outcomes || []).map((o) => [o, o])]);
+  for (const id of ["q-model", "q-split", "filter-verdict", "filter-outcome", "filter-probe", "filter-parse"]) $(id).addEventListener("change", renderQuestions);
   $("filter-text").addEventListener("input", renderQuestions);
   for (const id of ["p-model", "p-split", "p-class", "p-failed"]) $(id).addEventListener("change", renderPairs);
   window.addEventListener("hashchange", route);

@@ -28,12 +28,13 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import contracts as C
 from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
 from ..io_utils import write_json, write_jsonl
+from ..inference.prompts import options_mapping
 from .contract import resolve_eval_type, score
 from .pairs import group_pairs, pair_correct
 
@@ -136,12 +137,68 @@ def _check_rows(rows: list[dict[str, Any]], split: str, data_path: Path) -> None
         group_pairs(rows, split, data_path)
 
 
+def question_outcome(*, missing: bool, refused: bool, correct: bool, truncated: bool, parsed: bool) -> str:
+    """One question's outcome (:data:`~sabre_prior.contracts.OUTCOMES`, in their precedence)."""
+    if missing:
+        return "refused" if refused else "failed"
+    if correct:
+        return "correct"
+    if truncated:
+        return "truncated"
+    return "wrong" if parsed else "unparseable"
+
+
+def chance_levels(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Per question id: the probability that a uniform guess is correct.
+
+    yes/no 1/2; a choice 1/(number of options, else the four letters A-D); a count
+    1/(number of distinct expected counts in the split); free-text types 0 (no guess to draw).
+    """
+    from .contract import extract_count, normalize_text
+
+    def eval_type_of(row: Mapping[str, Any]) -> str | None:
+        try:
+            return resolve_eval_type(row)
+        except DataError:  # reported with its file by trace_rows
+            return None
+
+    types = {r[C.COL_ID]: eval_type_of(r) for r in rows}
+    counts = {extract_count(normalize_text(r.get(C.COL_ANSWER))).value for r in rows if types[r[C.COL_ID]] == "count_exact"}
+    out: dict[str, float] = {}
+    for r in rows:
+        eval_type = types[r[C.COL_ID]]
+        if eval_type == "yes_no_exact":
+            out[r[C.COL_ID]] = 0.5
+        elif eval_type in ("choice_exact", "multiple_choice_exact"):
+            try:
+                n = len(options_mapping(r.get(C.COL_OPTIONS))) or len(C.OPTION_LETTERS)
+            except (TypeError, ValueError):
+                n = len(C.OPTION_LETTERS)
+            out[r[C.COL_ID]] = 1.0 / n
+        elif eval_type == "count_exact":
+            out[r[C.COL_ID]] = 1.0 / max(1, len(counts))
+        else:
+            out[r[C.COL_ID]] = 0.0
+    return out
+
+
 def trace_rows(
-    rows: list[dict[str, Any]], preds: dict[str, Prediction], split: str, data_path: Path
+    rows: list[dict[str, Any]],
+    preds: dict[str, Prediction],
+    split: str,
+    data_path: Path,
+    *,
+    refused: set[str] = frozenset(),  # type: ignore[assignment]
+    truncated: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> list[dict[str, Any]]:
-    """Score every question of a split; one trace dict (TRACE_KEYS order) per row, in data order."""
+    """Score every question of a split; one trace dict (TRACE_KEYS order) per row, in data order.
+
+    ``refused`` / ``truncated``: question ids the usage summary lists as refused by the provider /
+    stopped at the output-token limit (they decide those outcomes).
+    """
     paired = split in C.PAIRED_SPLITS
     out: list[dict[str, Any]] = []
+    chance = chance_levels(rows)
     for row in rows:
         qid = row[C.COL_ID]
         pred = preds.get(qid)
@@ -167,6 +224,14 @@ def trace_rows(
             scored.parsed,
             pred is None,
             scored.correct and pred is not None,
+            question_outcome(
+                missing=pred is None,
+                refused=qid in refused,
+                correct=scored.correct and pred is not None,
+                truncated=qid in truncated,
+                parsed=scored.parsed,
+            ),
+            chance[qid],
         )
         out.append(dict(zip(C.TRACE_KEYS, values, strict=True)))
     return out
@@ -176,12 +241,18 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
     """Metrics of one split from its traces (pairs for the paired splits)."""
     n_correct = sum(t["correct"] for t in traces)
     missing = sum(t["missing"] for t in traces)
+    counts = {o: 0 for o in C.OUTCOMES}
+    for t in traces:
+        counts[t["outcome"]] += 1
+    nonanswer = sum(counts[o] for o in C.NON_ANSWERS)
+    outcomes = {C.M_OUTCOMES: counts, C.M_NONANSWER: nonanswer, C.M_NONANSWER_RATE: nonanswer / len(traces)}
     if split not in C.PAIRED_SPLITS:
         return {
             C.M_ACCURACY: n_correct / len(traces),
             C.M_CORRECT: n_correct,
             C.M_TOTAL: len(traces),
             C.M_MISSING: missing,
+            **outcomes,
         }
     pair_ok = pair_correct(traces, split)
     probe_hits: dict[str, list[int]] = {p: [0, 0] for p in C.PROBES[split]}
@@ -196,19 +267,25 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
         C.M_MISSING: missing,
         C.M_QUESTION_ACCURACY: n_correct / len(traces),
         C.M_PROBE_ACCURACY: {p: hits / n for p, (hits, n) in probe_hits.items()},
+        **outcomes,
     }
 
 
-def refused_ids(usage_path: Path) -> set[str]:
-    """Question ids a usage summary lists as refused by the provider (none when it has no such list)."""
+def usage_ids(usage_path: Path, key: str) -> set[str]:
+    """Question ids a usage summary lists under ``key`` (none when it has no such list)."""
     try:
         data = json.loads(usage_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError(f"{usage_path}: usage summary not found (written by `sabre predict`)") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{usage_path}: not valid JSON ({exc})") from None
-    ids = data.get("refused_ids") if isinstance(data, dict) else None
+    ids = data.get(key) if isinstance(data, dict) else None
     return {str(i) for i in ids} if isinstance(ids, (dict, list)) else set()
+
+
+def refused_ids(usage_path: Path) -> set[str]:
+    """Question ids a usage summary lists as refused by the provider (none when it has no such list)."""
+    return usage_ids(usage_path, "refused_ids")
 
 
 def evaluate_predictions(
@@ -241,11 +318,16 @@ def evaluate_predictions(
         rows = read_rows(data_path)
         _check_rows(rows, split, data_path)
         preds = read_predictions(pred_dir / f"{split}.jsonl", {r[C.COL_ID] for r in rows})
-        all_traces[split] = trace_rows(rows, preds, split, data_path)
+        refused: set[str] = set()
+        truncated: set[str] = set()
+        if usage_dir is not None:
+            usage_file = Path(usage_dir) / f"{split}.json"
+            refused, truncated = usage_ids(usage_file, "refused_ids"), usage_ids(usage_file, "truncated_ids")
+        all_traces[split] = trace_rows(rows, preds, split, data_path, refused=refused, truncated=truncated)
         metrics[split] = split_metrics(all_traces[split], split)
         if usage_dir is not None:
             missing_ids = {t["id"] for t in all_traces[split] if t["missing"]}
-            metrics[split][C.M_REFUSED] = len(missing_ids & refused_ids(Path(usage_dir) / f"{split}.json"))
+            metrics[split][C.M_REFUSED] = len(missing_ids & refused)
         if metrics[split][C.M_MISSING]:
             log.warning(
                 "%s: %d of %d questions have no prediction in %s (scored as wrong)",

@@ -39,6 +39,8 @@ class Query:
     image: bytes  # the image file's original bytes
     image_mime: str  # e.g. "image/jpeg"
     row: Mapping[str, Any] = field(default_factory=dict)  # dataset row without the image
+    template: str = ""  # the prompt template's name (offline baselines answer by it; issue 21)
+    repeat: int = 0  # the stability audit's repeat (0: the main run)
 
 
 @dataclass

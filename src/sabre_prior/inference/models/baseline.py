@@ -12,6 +12,16 @@ Strategies (``strategy`` in the model's settings):
   (``canonical_count`` column) and the option the wording suggests
   (``suggested_option`` column);
 * ``oracle`` - the gold answer (a sanity check of the scoring path: 100%).
+
+Under the paper's prompt (``screening_v1``) in the main run these answers are the whole story.
+So that the demo's prompt-sensitivity and stability tables have something to show (issue 21),
+the baselines also behave like hosted models do, deterministically:
+
+* another template (``bare_v1``, ``format_v1``) re-seeds ``random`` by the template; without a
+  stated answer format (``bare_v1``) ``random`` answers 1 in 8 questions and ``prior`` 1 in 6 with
+  a sentence that holds no yes/no, count or option (*unparseable*);
+* a stability-audit repeat ``r > 0`` re-draws 1 in 5 of ``random``'s answers (seeded by ``r``);
+  the other strategies answer the same every time.
 """
 
 from __future__ import annotations
@@ -27,6 +37,9 @@ from ...options import options_mapping
 from .base import Backend, Completion, Query
 
 log = logging.getLogger(__name__)
+
+#: The paper's prompt: the baselines' main-table answers.
+MAIN_TEMPLATE = "screening_v1"
 
 STRATEGIES = ("random", "always_yes", "always_no", "prior", "oracle")
 
@@ -59,6 +72,13 @@ class BaselineBackend(Backend):
             log.warning(msg)
 
     def answer(self, q: Query) -> str:
+        if self.strategy in ("random", "prior") and q.template == "bare_v1":
+            rate = 8 if self.strategy == "random" else 6
+            if _rng(self.seed, f"{q.id}\x00unparseable").randrange(rate) == 0:
+                return "It is hard to say from this picture."
+        return self._answer(q)
+
+    def _answer(self, q: Query) -> str:
         row = q.row
         eval_type = str(row.get(C.COL_EVAL_TYPE) or "")
         s = self.strategy
@@ -69,7 +89,9 @@ class BaselineBackend(Backend):
         if s == "always_no":
             return "No."
         if s == "random":
-            rng = _rng(self.seed, q.id)
+            rng = _rng(self.seed, q.id if q.template in ("", MAIN_TEMPLATE) else f"{q.id}\x00{q.template}")
+            if q.repeat and _rng(self.seed, f"{q.id}\x00repeat{q.repeat}").randrange(5) == 0:
+                rng = _rng(self.seed, f"{q.id}\x00redraw{q.repeat}")
             if eval_type == "count_exact":
                 return str(rng.randint(0, 10))
             if eval_type in ("choice_exact", "multiple_choice_exact"):

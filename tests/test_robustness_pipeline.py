@@ -1,0 +1,123 @@
+"""Adding a prompt template or audit repeats re-runs only the new jobs, under Snakemake and DVC (issue 21).
+
+Real runs of both tools on the demo (tests/conftest.py builds it once per session); each scenario
+works on its own copy of the finished tree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from dvc_helpers import copy_tree, dvc, dvc_ran, out, planned_jobs, smk, timed
+from project import BIN
+
+pytestmark = pytest.mark.slow
+
+UP_TO_DATE = "Data and pipelines are up to date."
+
+
+@pytest.fixture
+def work(demo_repo_run: Path, tmp_path: Path) -> Path:
+    return copy_tree(demo_repo_run, tmp_path / "project")
+
+
+def _models(project: Path) -> list[str]:
+    return list(yaml.safe_load((project / "params.yaml").read_text())["models"])
+
+
+def _edit(project: Path, old: str, new: str) -> None:
+    text = (project / "params.yaml").read_text()
+    assert old in text, old
+    (project / "params.yaml").write_text(text.replace(old, new, 1))
+
+
+ADD_TEMPLATE = ("  templates: [screening_v1]", "  templates: [screening_v1, format_v1]")
+ADD_REPEATS = ("  repeats: 1\n", "  repeats: 2\n")
+
+
+def test_snakemake_after_adding_a_template_runs_only_its_jobs(work: Path) -> None:
+    _edit(work, *ADD_TEMPLATE)
+    jobs = planned_jobs(out(smk(work, "-n", "all")))
+    # the manifest reads params.yaml as a whole (it records its hash): it re-runs on any params change
+    # stability also writes cost.csv, which splits the cost by template
+    expected = {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "stability": 1, "html_report": 1, "manifest": 1}
+    assert jobs == expected, jobs
+    smk(work, "--cores", "2", "all")
+    assert UP_TO_DATE in dvc(work, "status").stdout
+    table = (work / "results/tables/prompt_sensitivity.csv").read_text().splitlines()
+    assert len(table) == 1 + 2 * len(_models(work))  # header + models x templates
+    assert sum(",format_v1," in row for row in table) == len(_models(work))
+
+
+def test_dvc_repro_after_adding_a_template_runs_only_its_stages(work: Path) -> None:
+    _edit(work, *ADD_TEMPLATE)
+    proc, seconds = timed([str(BIN / "dvc"), "repro"], work)
+    ran = dvc_ran(out(proc))
+    print(f"\ndvc repro after adding a template: {len(ran)} stages in {seconds:.1f} s: {', '.join(ran)}")
+    assert sorted(ran) == sorted(
+        [*(f"prompt_run@format_v1-{m}" for m in _models(work)), "prompt_sensitivity", "stability", "html_report",
+         "manifest"]  # fmt: skip
+    )
+    assert planned_jobs(out(smk(work, "-n", "all"))) == {}  # Snakemake agrees afterwards
+
+
+def test_adding_repeats_reruns_only_the_audit_in_both(work: Path) -> None:
+    _edit(work, *ADD_REPEATS)
+    jobs = planned_jobs(out(smk(work, "-n", "all")))
+    assert jobs == {"audit": len(_models(work)), "stability": 1, "html_report": 1, "manifest": 1}, jobs
+    proc = dvc(work, "repro")
+    ran = dvc_ran(out(proc))
+    assert sorted(ran) == sorted([*(f"audit@{m}" for m in _models(work)), "stability", "html_report", "manifest"])
+    assert planned_jobs(out(smk(work, "-n", "all"))) == {}
+    audit = json.loads((work / "results/audit/random.json").read_text())
+    assert audit["enabled"] and audit["repeats"] == 2
+    stability = (work / "results/tables/stability.md").read_text()
+    assert re.search(r"\| Random \| 2 x \d+ \|", stability), stability
+
+
+def test_main_table_is_the_same_with_the_robustness_demo(work: Path) -> None:
+    """configs/robustness.yaml (three templates, three repeats) leaves the main table as it was."""
+    before = (work / "results/tables/main_results.csv").read_text()
+    (work / "params.yaml").write_text((work / "configs/robustness.yaml").read_text())
+    smk(work, "--cores", "2", "all")
+    assert (work / "results/tables/main_results.csv").read_text() == before
+    sens = (work / "results/tables/prompt_sensitivity.csv").read_text()
+    assert ",bare_v1," in sens and ",format_v1," in sens
+    assert "true" in [row.split(",")[-1] for row in sens.splitlines()[1:]]  # bare_v1 draws unparseable answers: flagged
+    flips = [json.loads((work / f"results/audit/{m}.json").read_text())["flipped"] for m in _models(work)]
+    assert flips[_models(work).index("random")] > 0 and flips[_models(work).index("prior")] == 0
+    assert UP_TO_DATE in dvc(work, "status").stdout
+
+
+def _documented_sabre_commands() -> list[str]:
+    """The `sabre ...` lines of the bash blocks of issue 21's docs."""
+    from project import ROOT
+
+    found = []
+    for doc in ("docs/prompts.md", "docs/outcomes.md", "docs/stability.md"):
+        in_block = False
+        for line in (ROOT / doc).read_text(encoding="utf-8").splitlines():
+            if line.startswith("```"):
+                in_block = not in_block
+                continue
+            if in_block and line.startswith("sabre "):
+                found.append(line)
+    return found
+
+
+def test_documented_sabre_commands_run_on_the_robustness_demo(work: Path) -> None:
+    import shlex
+
+    from project import run
+
+    commands = _documented_sabre_commands()
+    assert len(commands) >= 7
+    (work / "params.yaml").write_text((work / "configs/robustness.yaml").read_text())
+    smk(work, "--cores", "2", "all")
+    for command in commands:
+        argv = shlex.split(command)
+        run([str(BIN / argv[0]), *argv[1:]], work)
