@@ -25,7 +25,7 @@ rule prompt_run:
     conda:
         "../../environment.yml"
     shell:
-        "sabre --log {log} prompt-run --template {{template}} --model {wildcards.model} --data data/parquet --outdir results/prompts/{{template}}/{wildcards.model}"
+        "sabre --log {log} prompt-run --template {wildcards.template} --model {wildcards.model} --data data/parquet --outdir results/prompts/{wildcards.template}/{wildcards.model}"
 
 
 rule audit:

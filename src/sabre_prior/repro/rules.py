@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from ..commandmap import COMMANDS
-from .pipeline import _ITEM, _PARAM, _STAR, LOG_DIR, STAGES, Stage
+from .pipeline import _ITEM, _PARAM, _STAR, DIMENSIONS, LOG_DIR, STAGES, Stage
 
 RULES_DIR = "workflow/rules"
 GENERATED = (
@@ -156,7 +156,7 @@ def _inputs_comment(stage: Stage) -> list[str]:
 def _shell(stage: Stage) -> tuple[str, list[str]]:
     """The declared command (``sabre --log <log> ...``) with Snakemake's placeholders."""
     text = stage.command().replace(stage.log, "\2").replace("{", "\0").replace("}", "\1")
-    text = re.sub("\0(model|split)\1", r"{wildcards.\1}", text)
+    text = re.sub("\0(" + "|".join(DIMENSIONS) + ")\1", r"{wildcards.\1}", text)
     params = []
 
     def param(m: re.Match[str]) -> str:
