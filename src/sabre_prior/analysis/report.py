@@ -225,15 +225,10 @@ def main_table(
         bounds = {c: Interval(*(float(iv[C.I_MACRO if c == MACRO else c][k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH)))
                   for c in columns}  # fmt: skip
         est = {s: bounds[s].estimate for s in splits}
-        # the non-answers of each split, from the failure-aware block of the intervals (issue 21)
-        fa = iv.get("failure_aware") or {}
-        outcomes = {
-            s: {C.NON_ANSWERS[0]: int(fa[s]["nonanswer"]), C.OUTCOMES[0]: int(fa[s]["questions"]) - int(fa[s]["nonanswer"])}
-            for s in splits if isinstance(fa.get(s), Mapping) and "nonanswer" in fa[s] and "questions" in fa[s]
-        }  # fmt: skip
-        results.append(ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds,
-                                    outcomes=outcomes))  # fmt: skip
-    cells = build_cells(results, max_nonanswer_rate(params))
+        results.append(ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds))
+    # the flags (non-answer rates over analysis.report.max_nonanswer_rate) are in the report's own
+    # flags box and failure-aware table, read from the intervals; the cells are main_results.md's numbers
+    cells = build_cells(results)
     index = [(*TABLE_SPLITS, MACRO).index(c) for c in columns]
     ties = tie_note([(COLUMN_TITLES[c], [row[j].value for row in cells]) for c, j in zip(columns, index)])
     return {

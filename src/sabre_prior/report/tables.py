@@ -291,6 +291,7 @@ class Cell:
     bold: bool = False
 
 
+TABLE_COLUMNS: tuple[str, ...] = (*TABLE_SPLITS, MACRO)
 #: Marks a cell whose non-answer rate exceeds analysis.report.max_nonanswer_rate (see the caption).
 FLAG = "†"
 
@@ -495,7 +496,7 @@ def _failure_block(path: Path) -> Mapping[str, Any] | None:
 def _bound_text(iv: Mapping[str, float] | None) -> str:
     if iv is None:
         return "n/a"
-    return f"{format_percent(iv['estimate'])} [{format_percent(iv['low'])}, {format_percent(iv['high'])}]"
+    return f"{style.score_text(iv['estimate'])} [{style.score_text(iv['low'])}, {style.score_text(iv['high'])}]"
 
 
 def render_failure_markdown(
@@ -540,7 +541,7 @@ def render_failure_csv(
             b = blocks[r.key].get(column) or {}
             for bound in BOUND_TITLES:
                 iv = b.get(bound)
-                values = [format_percent(iv[k]) for k in ("estimate", "low", "high")] if iv else [None, None, None]
+                values = [style.score_text(iv[k]) for k in ("estimate", "low", "high")] if iv else [None, None, None]
                 rows.append(
                     [r.key, column, bound, *values, b.get("nonanswer"), b.get("questions"), b.get("rate"),
                      flagged(b, threshold)]
