@@ -99,7 +99,7 @@ def params_with(**changes: object) -> dict:
 @pytest.mark.parametrize(
     ("changes", "fragment"),
     [
-        ({"prompt__template": "screening_v9"}, "prompt.template: unknown prompt template 'screening_v9'"),
+        ({"prompt__templates": ["screening_v1", "screening_v9"]}, "prompt.templates[1]: unknown prompt template 'screening_v9'"),
         ({"models__random__prompt_template": "v0"}, "models.random.prompt_template: unknown prompt template 'v0'"),
         ({"dataset__source": "./no-such-mirror"}, "dataset.source: local dataset directory './no-such-mirror' not found"),
     ],
@@ -162,7 +162,7 @@ def test_snakemake_names_the_file_and_line_and_touches_nothing(tmp_path: Path) -
     proc = _snakemake_dry_run(project)
     assert proc.returncode != 0
     assert "params.yaml:5:1: not valid YAML" in proc.stdout + proc.stderr
-    (project / "params.yaml").write_text(BASE + "prompt:\n  template: screening_v9\n")
+    (project / "params.yaml").write_text(BASE + "prompt:\n  templates: [screening_v9]\n")
     proc = _snakemake_dry_run(project)
     assert proc.returncode != 0 and "unknown prompt template 'screening_v9'" in proc.stdout + proc.stderr
     (project / "params.yaml").write_text(BASE + "  random:\n    backend: baseline\n    strategy: prior\n")

@@ -32,19 +32,15 @@ NAMING = ("tables", "figures", "diagnose", "html_report", "manifest")
 
 
 def _commands(params: dict[str, Any], stages: tuple[str, ...] | None = None) -> list[list[str]]:
-    """The declared commands (the rules' and dvc.yaml's), items filled in, without the demo and fetch."""
-    out = []
-    for stage in STAGES:
-        if stage.name in ("demo_data", "fetch") or (stages is not None and stage.name not in stages):
-            continue
-        combos: list[dict[str, str]] = [{}]
-        for over in stage.over:
-            values = list(params["models"]) if over == "model" else list(params["splits"])
-            combos = [{**c, over: v} for c in combos for v in values]
-        for combo in combos:
-            cmd = re.sub(r"\{(model|split)\}", lambda m: combo[m.group(1)], stage.cmd)
-            out.append(shlex.split(cmd)[1:])  # without the leading `sabre`
-    return out
+    """The declared jobs' commands (the rules' and dvc.yaml's: the pipeline's declaration for these
+    params, every dimension filled in), without the demo and fetch."""
+    from sabre_prior.repro.pipeline import Pipeline
+
+    return [
+        shlex.split(job.command)[3:]  # without the leading `sabre --log <its log>`
+        for job in Pipeline(params, Path.cwd()).jobs()
+        if job.stage.name not in ("demo_data", "fetch") and (stages is None or job.stage.name in stages)
+    ]
 
 
 def _run(commands: list[list[str]]) -> None:

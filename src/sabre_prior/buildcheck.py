@@ -68,8 +68,10 @@ def check_settings(params: Mapping[str, Any], source: str = "params.yaml") -> No
             problems.append(str(exc))
 
     prompt = params.get("prompt") or {}
-    if "template" in prompt:
-        check(lambda: _template(template_version, prompt["template"], "prompt.template"))
+    if "templates" in prompt:
+        from .inference.prompts import check_templates
+
+        check(lambda: check_templates(prompt["templates"], "params.yaml"))
     data = params.get("dataset") or {}
     src = str(data.get("source") or "")
     if src and src != "demo" and _looks_like_path(src) and not Path(src).expanduser().is_dir():

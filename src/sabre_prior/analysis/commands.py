@@ -212,8 +212,8 @@ def _prompt_sensitivity(args: argparse.Namespace) -> int:
 def _p_prompt_sensitivity(sub: _Sub) -> None:
     p = sub.add_parser("prompt-sensitivity", help="each template's macro and its paired difference from the main one")
     p.add_argument("--prompts-dir", default="results/prompts", help="<template>/<model>/traces/ from `sabre prompt-run`")
-    p.add_argument("--outdir", default=C.TABLES_DIR)
-    p.add_argument("--figures-dir", default=C.FIGURES_DIR)
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for prompt_sensitivity.md/.csv")
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the prompt_sensitivity figure (.png, .pdf)")
     _add_bootstrap(p)
     add_params(p)
     p.set_defaults(func=_prompt_sensitivity)
@@ -235,7 +235,7 @@ def _p_stability(sub: _Sub) -> None:
     p.add_argument("--audit-dir", default="results/audit", help="<model>.json from `sabre audit`")
     p.add_argument("--usage-dir", default=C.USAGE_DIR, help="the main run's usage summaries (served versions)")
     p.add_argument("--prompts-dir", help="the prompt runs (<template>/<model>/usage/): their cost in cost.csv")
-    p.add_argument("--outdir", default=C.TABLES_DIR)
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for stability.md/.csv and cost.csv")
     add_params(p)
     p.set_defaults(func=_stability)
 

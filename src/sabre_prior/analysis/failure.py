@@ -30,10 +30,10 @@ import numpy as np
 
 from .. import contracts as C
 from ..formatting import Interval
+from ..report.flags import DEFAULT_MAX_NONANSWER_RATE, flag_text, flagged, max_nonanswer_rate  # noqa: F401 (one home: report.flags)
 from .settings import AnalysisSettings
 from .stats import percentile_interval, resample_indices, split_rng
 
-DEFAULT_MAX_NONANSWER_RATE = 0.05
 BOUNDS = ("official", "excluded", "chance")
 
 
@@ -151,18 +151,3 @@ def failure_aware(traces: Mapping[str, Sequence[Mapping[str, Any]]], settings: A
     macro.update({"questions": questions, "nonanswer": nonanswer, "rate": round(nonanswer / questions, 10)})
     out[C.I_MACRO] = macro
     return out
-
-
-def max_nonanswer_rate(params: Mapping[str, Any]) -> float:
-    report = ((params.get("analysis") or {}).get("report")) or {}
-    return float(report.get("max_nonanswer_rate", DEFAULT_MAX_NONANSWER_RATE))
-
-
-def flagged(block: Mapping[str, Any] | None, threshold: float) -> bool:
-    """A split (or macro) block of :func:`failure_aware` whose non-answer rate exceeds ``threshold``."""
-    return bool(block) and float(block.get("rate", 0.0)) > threshold  # type: ignore[union-attr]
-
-
-def flag_text(block: Mapping[str, Any]) -> str:
-    """``"12 of 400 non-answers (3.0%)"``."""
-    return f"{block['nonanswer']} of {block['questions']} non-answers ({100 * float(block['rate']):.1f}%)"

@@ -385,7 +385,7 @@ def _caption(data: DataIdentity, results: Sequence[ModelResults], splits: Sequen
 
 def _outcome_notes(params: Mapping[str, Any], results: Sequence[ModelResults]) -> str:
     """Footnotes: every model's non-answers by split and kind, and which cells are flagged."""
-    from ..analysis.failure import max_nonanswer_rate
+    from .flags import max_nonanswer_rate
 
     threshold = max_nonanswer_rate(params)
     parts = []
@@ -453,7 +453,7 @@ def render_latex(params: Mapping[str, Any], results: Sequence[ModelResults], dat
 
 
 def _threshold(params: Mapping[str, Any]) -> float:
-    from ..analysis.failure import max_nonanswer_rate
+    from .flags import max_nonanswer_rate
 
     return max_nonanswer_rate(params)
 
@@ -502,7 +502,7 @@ def _bound_text(iv: Mapping[str, float] | None) -> str:
 def render_failure_markdown(
     params: Mapping[str, Any], results: Sequence[ModelResults], blocks: Mapping[str, Mapping[str, Any]]
 ) -> str:
-    from ..analysis.failure import flag_text, flagged
+    from .flags import flag_text, flagged
 
     threshold = _threshold(params)
     columns = [*configured_splits(params), MACRO]
@@ -532,7 +532,7 @@ def render_failure_markdown(
 def render_failure_csv(
     params: Mapping[str, Any], results: Sequence[ModelResults], blocks: Mapping[str, Mapping[str, Any]]
 ) -> str:
-    from ..analysis.failure import flagged
+    from .flags import flagged
 
     threshold = _threshold(params)
     rows: list[list[Any]] = []
