@@ -36,7 +36,7 @@ def snakemake_plan(project: Path) -> Counter:
     proc = smk(project, "-n", "-p", "--forceall", "all", extra_env={"SABRE_DVC_SYNC": "0"})
     cmds = re.findall(r"^Shell command: (.+)$", out(proc), re.M)
     # the rule `recipes` also writes its marker for Snakemake (sabre_prior.repro.dagsync.RECIPES_DONE)
-    return Counter(normalize(c.split(" && ")[0].split(" > ")[0] if c.startswith("sabre recipes") else c) for c in cmds if c != "None")
+    return Counter(normalize(c.split(" && ")[0] if " recipes && " in c else c) for c in cmds if c != "None")
 
 
 def dvc_plan(project: Path) -> tuple[Counter, list[str]]:

@@ -92,8 +92,10 @@ rule recipes:
         RECIPES_DONE,
     log:
         "results/logs/recipes.log",
+    conda:
+        "../../environment.yml"
     shell:
-        "sabre recipes > {log} 2>&1 && date +%s%N > {output}"
+        "sabre --log {log} recipes && date +%s%N > {output}"
 """,
 }
 
