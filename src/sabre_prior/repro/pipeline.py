@@ -672,7 +672,7 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
 def recipes_stage(pipeline: Pipeline) -> dict[str, Any]:
     """The DVC stage that writes every job's recipe (what Snakemake's planner writes before a run)."""
     body: dict[str, Any] = {
-        "cmd": "sabre recipes",
+        "cmd": ["mkdir -p " + LOG_DIR, f"sabre --log {LOG_DIR}/recipes.log recipes"],
         "deps": ["params.yaml", PACKAGE_DIR],
         "outs": [STAMP_DIR],
     }
