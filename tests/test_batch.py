@@ -27,7 +27,7 @@ from sabre_prior.inference.predict import estimate_split, format_estimates, pred
 from sabre_prior.inference.journal import journal_path, read_journal
 from tests.servers import FakeServer
 from tests.servers.batches import FakeBatchServer
-from tests.servers.dataset import write_split
+from tests.servers.dataset import write_mirror, write_split
 from tests.servers.fixtures import expected_answers, read_predictions
 
 KEY_ENV = "SABRE_BATCH_TEST_KEY"
@@ -508,8 +508,7 @@ def test_snakemake_collects_on_the_next_run_without_resubmitting(tmp_path: Path)
     from tests.project import BIN, copy_project, env
 
     project = copy_project(tmp_path / "project")
-    data = project / "data" / "parquet" / "context.parquet"
-    write_split(data, "context", N)
+    data = write_mirror(project, {"context": N})["context"]  # the pipeline's fetch reads these questions
     target = "results/predictions/fake/context.jsonl"
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.hold = True

@@ -26,7 +26,7 @@ import yaml
 
 from tests.project import ROOT, copy_project, snakemake
 from tests.servers import FakeServer
-from tests.servers.dataset import write_split
+from tests.servers.dataset import write_mirror
 from tests.servers.fixtures import expected_answers
 from tests.servers.protocols import PARTIAL
 
@@ -56,9 +56,7 @@ def presets(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
     mp.setenv(KEY_ENV, KEY)
     root = tmp_path_factory.mktemp("presets")
     project = copy_project(root / "project")
-    data = {s: project / "data" / "parquet" / f"{s}.parquet" for s in SPLITS}
-    for split, path in data.items():
-        write_split(path, split, N)
+    data = write_mirror(project, {s: N for s in SPLITS})  # the pipeline's fetch reads these questions
     server = FakeServer(latency=0.01, expected_key=KEY, keep_bodies=True).start()
     request.addfinalizer(server.stop)
     paper = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())["models"]
@@ -190,7 +188,7 @@ def test_quota_errors_stop_each_preset_within_concurrency_plus_one(tmp_path: Pat
     """Out of quota / billing at every provider: each job stops at once with the provider's message."""
     monkeypatch.setenv(KEY_ENV, KEY)
     project = copy_project(tmp_path / "project")
-    write_split(project / "data" / "parquet" / "language.parquet", "language", N)
+    write_mirror(project, {"language": N})
     paper = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())["models"]
     concurrency = 2
     with FakeServer(latency=0.05, expected_key=KEY) as server:

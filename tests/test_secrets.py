@@ -19,7 +19,7 @@ import yaml
 
 from tests.project import BIN, copy_project, env
 from tests.servers import FakeServer
-from tests.servers.dataset import write_split
+from tests.servers.dataset import write_mirror
 from tests.servers.fixtures import BACKENDS as API_BACKENDS
 
 KEY_ENV = "SABRE_PLANTED_KEY"
@@ -42,8 +42,7 @@ def _model(server: FakeServer, backend: str) -> dict:
 def test_planted_key_never_reaches_a_file(tmp_path: Path) -> None:
     key = f"sk-planted-{uuid.uuid4().hex}"
     project = copy_project(tmp_path / "project")
-    for split, n in (("context", 8), ("attribute", 4)):
-        write_split(project / "data" / "parquet" / f"{split}.parquet", split, n)
+    write_mirror(project, {"context": 8, "attribute": 4})  # the pipeline's fetch reads these questions
     with FakeServer(latency=0.005, expected_key=key) as good, FakeServer(
         expected_key="another-key", echo_key_in_errors=True
     ) as leaky:

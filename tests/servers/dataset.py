@@ -104,3 +104,30 @@ def write_split(path: str | Path, split: str, n: int, *, seed: int = 0, image_si
     p.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), p)
     return rows
+
+
+def write_mirror(project: Path, sizes: dict[str, int], *, seed: int = 0) -> dict[str, Path]:
+    """Point ``project``'s ``dataset.source`` at a local copy of the dataset holding these splits
+    (``{split: questions}``, rows of :func:`rows_for`), written beside the project as ``push_to_hub``
+    writes one (a Parquet shard per split, the demo's card pointing at them): the pipeline's own fetch
+    then reads exactly these questions (a Parquet file put into data/parquet by hand is not what the
+    fetch job made, so the pipeline would make it again). Returns each split's shard."""
+    import yaml
+
+    from sabre_prior.data.demo import generate
+
+    mirror = Path(project).parent / f"{Path(project).name}-mirror"
+    generate(mirror.parent / f"{mirror.name}-demo", scale="small", seed=0)
+    card = (mirror.parent / f"{mirror.name}-demo" / "README.md").read_text(encoding="utf-8")
+    shards = {}
+    for split, n in sizes.items():
+        card = card.replace(f"path: data/{split}/**", f"path: {split}/test-*")
+        shards[split] = mirror / split / "test-00000-of-00001.parquet"
+        write_split(shards[split], split, n, seed=seed)
+    (mirror / "README.md").write_text(card, encoding="utf-8")
+    params_path = Path(project) / "params.yaml"
+    params = yaml.safe_load(params_path.read_text(encoding="utf-8"))
+    params["dataset"]["source"] = str(mirror)
+    params["splits"] = list(sizes)
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    return shards
