@@ -118,13 +118,19 @@ def write_mirror(project: Path, sizes: dict[str, int], *, seed: int = 0) -> dict
 
     mirror = Path(project).parent / f"{Path(project).name}-mirror"
     generate(mirror.parent / f"{mirror.name}-demo", scale="small", seed=0)
-    card = (mirror.parent / f"{mirror.name}-demo" / "README.md").read_text(encoding="utf-8")
+    text = (mirror.parent / f"{mirror.name}-demo" / "README.md").read_text(encoding="utf-8")
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    # only the splits written (datasets infers a card's builder from its configs' files)
+    meta["configs"] = [
+        {**c, "data_files": [{"split": "test", "path": f"{c['config_name']}/test-*"}]}
+        for c in meta["configs"] if c["config_name"] in sizes
+    ]  # fmt: skip
     shards = {}
     for split, n in sizes.items():
-        card = card.replace(f"path: data/{split}/**", f"path: {split}/test-*")
         shards[split] = mirror / split / "test-00000-of-00001.parquet"
         write_split(shards[split], split, n, seed=seed)
-    (mirror / "README.md").write_text(card, encoding="utf-8")
+    (mirror / "README.md").write_text("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n" + body, encoding="utf-8")
     params_path = Path(project) / "params.yaml"
     params = yaml.safe_load(params_path.read_text(encoding="utf-8"))
     params["dataset"]["source"] = str(mirror)
