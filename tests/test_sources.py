@@ -18,7 +18,10 @@ from layouts import LAYOUTS, write_layout
 pytestmark = pytest.mark.slow
 
 UP_TO_DATE = "Data and pipelines are up to date."
-AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data"}
+#: Jobs that read every model (or, prompt runs and the audit, a model's main answers) besides the
+#: model's own predict, evaluate and intervals: they re-run when one split of one model changes.
+AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data",
+              "prompt_run", "audit", "prompt_sensitivity", "stability"}  # fmt: skip
 
 
 def use_source(project: Path, source: Path) -> None:

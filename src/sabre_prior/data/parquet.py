@@ -119,7 +119,10 @@ class DataIdentity:
             return DEMO_LABEL
         if self.kind == "local":
             return f"local copy {self.source}"
-        return f"{self.source} @ {self.revision[:12]}" if self.revision else self.source
+        if self.revision:
+            return f"{self.source} @ {self.revision[:12]}"
+        commits = sorted({s.revision[:12] for s in self.splits if s.revision})
+        return f"{self.source} @ {', '.join(commits)} (per split)" if commits else self.source
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able: source, kind, revision and, per split, its hub file digest and SHA-256 (where known)."""
@@ -162,18 +165,21 @@ def split_identity(path: str | Path, split: str, *, digest: bool = False) -> Spl
 
 
 def data_identity(data_dir: str | Path, splits: Sequence[str], *, digest: bool = False) -> DataIdentity:
-    """The identity of ``<data_dir>/<split>.parquet`` for every split; they must share one source and revision."""
+    """The identity of ``<data_dir>/<split>.parquet`` for every split; they must share one source. A
+    hub split that a newer commit left alone keeps the commit it was read at, so the splits of a hub
+    source may name different commits: the identity's revision is then None and each split has its own."""
     if not splits:
         raise DataError("no splits configured")
     found = [split_identity(Path(data_dir) / f"{s}.parquet", s, digest=digest) for s in splits]
     first = found[0]
     for other in found[1:]:
-        if (other.source, other.kind, other.revision) != (first.source, first.kind, first.revision):
+        if (other.source, other.kind) != (first.source, first.kind):
             raise DataError(
                 f"{Path(data_dir)}: the splits were fetched from different sources: "
                 f"{first.split} from {_where(first)}, {other.split} from {_where(other)}; re-fetch them"
             )
-    return DataIdentity(first.source, first.kind, first.revision, tuple(found))
+    revisions = {s.revision for s in found}
+    return DataIdentity(first.source, first.kind, first.revision if len(revisions) == 1 else None, tuple(found))
 
 
 def _where(s: SplitIdentity) -> str:
