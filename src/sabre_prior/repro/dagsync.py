@@ -365,7 +365,13 @@ def record(pipeline: Pipeline, names: Iterable[str], lock: RunLock | None = None
     if not pending:
         return "nothing to record in dvc.lock"
     write_json(root / PENDING_FILE, {"jobs": pending})
-    everything = set(chosen) >= set(by_name)
+    # `dvc commit` parses and rewrites dvc.lock once per target (dvc/commands/commit.py): when every
+    # job of the pipeline is proven (the usual end of a run), one call without targets records them
+    # all, linear in the number of jobs; otherwise exactly the proven ones are named
+    chosen_set = set(chosen)
+    everything = all(
+        n in chosen_set or state.verify(root, j, state.recipe_digest(root, j)).proven for n, j in by_name.items()
+    )
     targets = [] if everything else [*(["recipes"] if "recipes" in wanted else []), *(commit_targets(jobs, chosen) or [])]
     if lock is not None:
         lock.lend_dvc()
