@@ -34,7 +34,7 @@ from .. import contracts as C
 from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
 from ..io_utils import write_json, write_jsonl
-from ..inference.prompts import options_mapping
+from ..options import options_mapping
 from .contract import resolve_eval_type, score
 from .pairs import group_pairs, pair_correct
 
