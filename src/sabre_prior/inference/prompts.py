@@ -41,11 +41,9 @@ _INSTRUCTIONS_V1 = {
 
 def _screening_v1(row: Mapping[str, Any], eval_type: str) -> str:
     parts = [f"Question: {row['question']}"]
-    opts = options_mapping(row.get("options"))
-    if opts:
-        parts.append("")
-        parts.append("Options:")
-        parts.extend(f"{k}. {v}" for k, v in opts.items())
+    lines = _options_lines(row)
+    if lines:
+        parts += ["", "Options:", *lines]
     instruction = _INSTRUCTIONS_V1.get(eval_type)
     parts.append("")
     parts.append(f"{instruction} Do not explain." if instruction else "Do not explain.")
