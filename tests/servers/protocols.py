@@ -284,8 +284,10 @@ def documented_fault(
     # 429_reset: a 429 that says when to come back only through the protocol's own signal
     if protocol == "openai":
         # x-ratelimit-reset-* are durations (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers)
+        # a tier-5 limit (10,000 requests a minute, https://platform.openai.com/docs/guides/rate-limits#usage-tiers):
+        # the test is about the reset wait, not about pacing to a low limit (tests/test_pacing.py)
         headers = {
-            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-limit-requests": "10000",
             "x-ratelimit-remaining-requests": "0",
             "x-ratelimit-reset-requests": f"{round(wait * 1000)}ms",
             "x-ratelimit-remaining-tokens": "150000",
@@ -296,8 +298,9 @@ def documented_fault(
     if protocol == "anthropic":
         # anthropic-ratelimit-*-reset are RFC 3339 times (https://docs.anthropic.com/en/api/rate-limits#response-headers)
         when = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=wait)).isoformat(timespec="milliseconds")
+        # tier 4: 4,000 requests a minute (https://docs.anthropic.com/en/api/rate-limits#rate-limits)
         headers = {
-            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-limit": "4000",
             "anthropic-ratelimit-requests-remaining": "0",
             "anthropic-ratelimit-requests-reset": when.replace("+00:00", "Z"),
         }
