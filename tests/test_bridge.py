@@ -131,21 +131,55 @@ def test_a_damaged_lock_is_repaired_by_sabre_recover(work: Path, clean: dict[str
     assert digests(work) == clean
 
 
-def test_a_kill_during_the_bridges_commit_is_finished_by_the_next_run(work: Path, clean: dict[str, str]) -> None:
+def _dvc_commit_running(project: Path) -> bool:
+    """A `dvc commit` process working in ``project`` (the bridge's, after Snakemake's jobs)."""
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            argv = (proc_dir / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(proc_dir / "cwd")
+        except OSError:
+            continue
+        if b"commit" in argv and any(a.endswith(b"dvc") for a in argv) and cwd == str(project):
+            return True
+    return False
+
+
+def test_a_kill_inside_dvc_commit_recovers_and_dvc_push_pushes_everything(
+    work: Path, clean: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGKILL of Snakemake and the bridge's `dvc commit` child while DVC copies outputs into its
+    cache; after `sabre recover` the lock is a clean run's and a push to an empty remote carries
+    every tracked output: a colleague's cache-less copy pulls them all, byte-identical."""
     _rename(work, "Random", "Random K")
     proc = subprocess.Popen(
         [str(BIN / "snakemake"), "--cores", "2", "all"], cwd=work, env={**env(), **PLANTED},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # the jobs are done; kill as the bridge starts `dvc commit`
-        if "Finished jobid: 0" in line:
-            proc.kill()
-            break
+    deadline = time.monotonic() + 600
+    while not _dvc_commit_running(work) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run ended before its dvc commit could be caught"
+    os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and its `dvc commit` child together
     proc.wait()
     assert temp_files(work) == []
     _sabre(work, "recover")
-    assert assert_agree(work)
+    assert assert_agree(work) and temp_files(work) == []
+    renamed = digests(work)
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    dvc(work, "remote", "add", "-d", "empty", str(remote))
+    dvc(work, "push")
+    assert "in sync" in out(dvc(work, "status", "--cloud"))
+    # a copy without the cache or any tracked output gets everything back from the remote alone
+    other = copy_tree(work, tmp_path / "other")
+    subprocess.run(["rm", "-rf", str(other / ".dvc/cache")], check=True)
+    for rel in renamed:
+        (other / rel).unlink()
+    dvc(other, "pull")
+    assert digests(other) == renamed and assert_agree(other)
     _rename(work, "Random K", "Random")
     smk(work, "--cores", "2", "all")
     assert assert_agree(work) and digests(work) == clean
