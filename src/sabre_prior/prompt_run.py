@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import argparse
 from collections.abc import Callable
@@ -28,6 +28,9 @@ from collections.abc import Callable
 from . import contracts as C
 from .cliargs import add_params
 from .inference.journal import Journal, journal_path, read_journal, template_journal_dir
+
+if TYPE_CHECKING:
+    from .inference.modelconfig import ModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ def seed_journal(model: str, split: str, template: str, *, main_dir: Path | None
 
 def run_template(
     model: str,
-    settings: Mapping[str, Any],
+    settings: "Mapping[str, Any] | ModelConfig",
     template: str,
     splits: Sequence[str],
     data_dir: str | Path,
@@ -71,7 +74,9 @@ def run_template(
     check_templates([template])
     out = Path(outdir)
     jdir = Path(journal_dir) if journal_dir is not None else template_journal_dir(template)
-    own = {k: v for k, v in settings.items() if k != "prompt_template"}  # the template asked for wins
+    from .inference.modelconfig import as_config
+
+    own = as_config(model, settings).without("prompt_template")  # the template asked for wins
     for split in splits:
         copied = seed_journal(
             model, split, template, main_dir=Path(main_journal_dir) if main_journal_dir else None, into=jdir

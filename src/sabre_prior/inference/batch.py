@@ -57,7 +57,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from .modelconfig import ModelConfig
 
 from .engine import EngineResult, EngineSettings, WorkItem, final_record, redact, spend_record
 from ..errors import BackendError, SabreError
@@ -128,9 +131,8 @@ def batch_prices(settings: Mapping[str, Any], model: str = "?") -> Prices | None
 
 def apply_batch_pricing(
     usage: dict[str, Any],
-    settings: Mapping[str, Any],
+    config: "ModelConfig",
     records: Mapping[str, Mapping[str, Any]],
-    model: str = "?",
     refusals: Mapping[str, Mapping[str, Any]] | None = None,
     spent: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
@@ -158,8 +160,7 @@ def apply_batch_pricing(
             tout += int(rec.get("rejected_output_tokens") or 0)
     if not calls and not tin and not tout:
         return usage
-    prices = Prices.from_settings(settings, model)
-    bprices = batch_prices(settings, model)
+    prices, bprices = config.prices, config.batch_prices
     part: dict[str, Any] = {
         "calls": calls,
         "input_tokens": tin,

@@ -24,7 +24,10 @@ def _predict(args: argparse.Namespace) -> int:
     params = load_params(args.params)
     settings = model_settings(params, args.model, args.params)
     prefetch_sdk(settings)  # an API SDK imports in the background while the data is read
+    from .modelconfig import ModelConfig
     from .predict import predict_split
+
+    config = ModelConfig.parse(args.model, settings)  # the one parse of the entry, handed to everything
 
     data = Path(args.data) if args.data else C.parquet_path(args.split)
     output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
@@ -34,7 +37,7 @@ def _predict(args: argparse.Namespace) -> int:
     template = check_templates(prompt_templates(params), args.params)[0]  # the main table's
     run = predict_split(
         args.model,
-        settings,
+        config,
         args.split,
         data,
         output,
@@ -74,6 +77,7 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------------------
 def _estimate(args: argparse.Namespace) -> int:
     from ..config import load_params, model_settings
+    from .modelconfig import ModelConfig
     from .predict import estimate_dimensions, format_estimates
 
     from ..config import prompt_templates
@@ -86,8 +90,9 @@ def _estimate(args: argparse.Namespace) -> int:
     estimates = [
         e
         for m in models
+        for config in [ModelConfig.from_params(params, m, args.params)]
         for s in splits
-        for e in estimate_dimensions(params, m, model_settings(params, m, args.params), s, Path(args.data_dir), templates)
+        for e in estimate_dimensions(params, m, config, s, Path(args.data_dir), templates)
     ]
     from ..data.parquet import priced_data
 

@@ -31,15 +31,16 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .. import contracts as C
 from ..data.parquet import image_mime, iter_rows
-from .engine import Engine, EngineResult, EngineSettings, WorkItem
+from .engine import Engine, EngineResult, WorkItem
 from ..errors import BackendError, InferenceIncomplete
 from ..io_utils import write_json, write_jsonl
 from .journal import Journal, is_refusal, journal_path, read_journal, request_key
 from .models.base import Backend, MissingKeyError, Query, create_backend
 from .prompts import DEFAULT_TEMPLATE, ImagePolicy, prepare_image, render, template_version
 from ..scoring.contract import resolve_eval_type
-from .usage import Prices, format_failures, run_log, run_log_path, summarize
-from .batch import BatchSettings, apply_batch_pricing, batch_prices
+from .usage import format_failures, run_log, run_log_path, summarize
+from .batch import apply_batch_pricing
+from .modelconfig import ModelConfig, as_config
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +63,9 @@ class SplitRun:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
-def resolve_template(settings: Mapping[str, Any], template: str | None = None) -> str:
+def resolve_template(config: ModelConfig, template: str | None = None) -> str:
     """The model's own ``prompt_template``, else the global one, else ``screening_v1``."""
-    return str(settings.get("prompt_template") or template or DEFAULT_TEMPLATE)
+    return str(config.prompt_template or template or DEFAULT_TEMPLATE)
 
 
 def iter_queries(
@@ -137,18 +138,17 @@ def pacing_path(backend: Backend, journal_dir: str | Path | None = None) -> Path
 
 
 def _prepare(
-    model: str, settings: Mapping[str, Any], split: str, data_path: Path, template: str | None, repeat: int = 0
+    config: ModelConfig, split: str, data_path: Path, template: str | None, repeat: int = 0
 ) -> tuple[Backend, str, list[WorkItem]]:
-    template = resolve_template(settings, template)
-    backend = create_backend(model, settings)
-    policy = ImagePolicy.from_settings(settings, model)
-    items = work_items(build_queries(data_path, split, template, repeat), backend, template, policy, repeat)
+    template = resolve_template(config, template)
+    backend = create_backend(config.name, config.settings)
+    items = work_items(build_queries(data_path, split, template, repeat), backend, template, config.images, repeat)
     return backend, template, items
 
 
 def predict_split(
     model: str,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, Any] | ModelConfig,
     split: str,
     data_path: str | Path,
     output: str | Path,
@@ -167,18 +167,18 @@ def predict_split(
     ``retry_refusals``: send again the questions the journal holds as refused.
     Raises :class:`BackendError` before any call when the backend is not ready
     (e.g. the API key variable is unset), :class:`InferenceIncomplete` when
-    questions failed (no prediction file is written then).
+    questions failed (no prediction file is written then). ``settings``: the model's
+    :class:`ModelConfig` (a plain params entry is parsed into one here).
     """
-    template = resolve_template(settings, template)
-    backend = create_backend(model, settings)
+    config = as_config(model, settings).retrying_refusals(retry_refusals)
+    template = resolve_template(config, template)
+    backend = create_backend(model, config.settings)
     try:
         backend.check_ready()  # fail fast: a missing key or SDK stops here, before any call
         missing_key: MissingKeyError | None = None
     except MissingKeyError as exc:
         missing_key = exc  # fatal unless the journal already holds every answer (checked below)
-    engine_settings = EngineSettings.from_settings(settings, model, kind=backend.kind, retry_refusals=retry_refusals)
-    Prices.from_settings(settings, model)  # validate before spending anything
-    policy = ImagePolicy.from_settings(settings, model)
+    policy = config.images
     data_path = Path(data_path)
     items: list[WorkItem] = []
     # a generator: the engine starts calling while later questions are still being read
@@ -189,24 +189,26 @@ def predict_split(
     if missing_key is not None:
         stream = list(stream)
         done = read_journal(journal_path(model, split, journal_dir=journal_dir))
-        if any(item.key not in done or (retry_refusals and is_refusal(done[item.key])) for item in stream):
+        if any(item.key not in done or (config.engine.retry_refusals and is_refusal(done[item.key])) for item in stream):
             raise missing_key
         log.info("%s/%s: no API key set, but every answer is in the journal", model, split)
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     runner: Any = Engine
     extra: dict[str, Any] = {}
-    if BatchSettings.from_settings(settings, model).enabled:  # provider batch API (sabre_prior.inference.batch)
+    if config.batch.enabled:  # provider batch API (sabre_prior.inference.batch)
         from .batch import BatchEngine as runner
+
+        extra["batch"] = config.batch
     elif backend.kind == "api":  # one pacing state per provider and model, shared by the model's split jobs
         extra["pacing"] = pacing_path(backend, journal_dir)
     try:
         engine = runner(
             backend,
             journal,
-            engine_settings,
+            config.engine,
             desc=f"{model}/{split}",
             progress=progress,
-            journal_fields={"model": model, "model_id": settings.get("model_id"), "template": template}
+            journal_fields={"model": model, "model_id": config.model_id, "template": template}
             | ({"repeat": repeat} if repeat else {}),
             **extra,
         )
@@ -215,8 +217,7 @@ def predict_split(
         if journal is not None:
             journal.close()
     return _finish(
-        model,
-        settings,
+        config,
         split,
         template,
         items,
@@ -230,8 +231,7 @@ def predict_split(
 
 
 def _finish(
-    model: str,
-    settings: Mapping[str, Any],
+    config: ModelConfig,
     split: str,
     template: str,
     items: list[WorkItem],
@@ -242,6 +242,7 @@ def _finish(
     journaled: bool,
     backend_info: Mapping[str, Any],
 ) -> SplitRun:
+    model = config.name
     ids = [item.query.id for item in items]
     stats = result.stats
     run = SplitRun(
@@ -258,7 +259,7 @@ def _finish(
     run.usage = summarize(
         model=model,
         split=split,
-        settings=settings,
+        config=config,
         template=template,
         template_version=template_version(template),
         question_ids=ids,
@@ -269,7 +270,7 @@ def _finish(
         refusals=result.refusals,
         spent=result.spent,
     )
-    run.usage = apply_batch_pricing(run.usage, settings, result.records, model, result.refusals, result.spent)
+    run.usage = apply_batch_pricing(run.usage, config, result.records, result.refusals, result.spent)
     write_json(Path(usage_output) if usage_output else C.usage_path(model, split), run.usage)
     write_json(
         Path(run_log_output) if run_log_output else run_log_path(model, split),
@@ -345,7 +346,7 @@ class Estimate:
 
 def estimate_split(
     model: str,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, Any] | ModelConfig,
     split: str,
     data_path: str | Path,
     *,
@@ -366,7 +367,8 @@ def estimate_split(
     """
     import os
 
-    backend, template, items = _prepare(model, settings, split, Path(data_path), template, repeat)
+    config = as_config(model, settings)
+    backend, template, items = _prepare(config, split, Path(data_path), template, repeat)
     if only_ids is not None:
         items = [i for i in items if i.query.id in only_ids]
     offline = backend.kind == "offline"
@@ -381,19 +383,19 @@ def estimate_split(
         elif not offline:
             todo.setdefault(item.key, item)
     calls = list(todo.values())
-    max_out = int(settings.get("max_output_tokens", 64))
+    max_out = config.max_output_tokens
     input_tokens = sum(i.est_tokens for i in calls)
     may_reason = bool(getattr(backend, "may_reason", lambda: False)())
     expected_out = len(calls) * (max_out if may_reason else min(max_out, EXPECTED_OUTPUT_TOKENS))
     bound_out = len(calls) * max_out
-    prices = Prices.from_settings(settings, model)
-    retries = 1 + int(settings.get("empty_budget_retries", 1)) if not offline else 1
-    key_env = settings.get("api_key_env")
-    bprices = batch_prices(settings, model) if _batch_capable(model, settings) else None
+    prices = config.prices
+    retries = 1 + config.engine.empty_budget_retries if not offline else 1
+    key_env = config.api_key_env
+    bprices = config.batch_prices if _batch_capable(config) else None
     return Estimate(
         model=model,
         split=split,
-        backend=str(settings.get("backend")),
+        backend=config.backend,
         questions=len(items),
         cached=cached,
         to_call=len(calls),
@@ -408,7 +410,7 @@ def estimate_split(
         cost_allowance=prices.cost(input_tokens * retries, bound_out * retries) if prices else None,
         batch_cost_expected=bprices.cost(input_tokens, expected_out) if bprices else None,
         batch_cost_max=bprices.cost(input_tokens, bound_out) if bprices else None,
-        batch=BatchSettings.from_settings(settings, model).enabled,
+        batch=config.batch.enabled,
         template=template,
         repeat=repeat,
     )
@@ -417,7 +419,7 @@ def estimate_split(
 def estimate_dimensions(
     params: Mapping[str, Any],
     model: str,
-    settings: Mapping[str, Any],
+    settings: Mapping[str, Any] | ModelConfig,
     split: str,
     data_dir: Path,
     templates: Sequence[str],
@@ -432,12 +434,13 @@ def estimate_dimensions(
     from .audit import audit_journal_dir, audit_settings, audited_ids
     from .journal import template_journal_dir
 
+    config = as_config(model, settings)
     root = journal_root or Path(".")
     data = data_dir / f"{split}.parquet"
     main_dir = root / C.JOURNAL_DIR
-    out = [estimate_split(model, settings, split, data, template=templates[0], journal_dir=main_dir)]
-    own = {k: v for k, v in settings.items() if k != "prompt_template"}
-    main_template = resolve_template(settings, templates[0])
+    out = [estimate_split(model, config, split, data, template=templates[0], journal_dir=main_dir)]
+    main_template = resolve_template(config, templates[0])
+    own = config.without("prompt_template") if any(t != main_template for t in templates) else config
     for t in templates:
         if t == main_template:  # answered by the main run first and copied from its journal: nothing more to pay
             continue
@@ -452,18 +455,18 @@ def estimate_dimensions(
         for r in range(1, audit.repeats):
             out.append(
                 estimate_split(
-                    model, settings, split, data, template=templates[0],
+                    model, config, split, data, template=templates[0],
                     journal_dir=audit_journal_dir(r, root), repeat=r, only_ids=ids,
                 )
             )  # fmt: skip
     return out
 
-def _batch_capable(model: str, settings: Mapping[str, Any]) -> bool:
+def _batch_capable(config: ModelConfig) -> bool:
     from .batch import check_supported
     from ..errors import ConfigError
 
     try:
-        check_supported(model, settings)
+        check_supported(config.name, config.settings)
     except ConfigError:
         return False
     return True

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .modelconfig import ModelConfig
 
 from .. import contracts as C
 from .. import registry
@@ -92,7 +95,7 @@ def summarize(
     *,
     model: str,
     split: str,
-    settings: Mapping[str, Any],
+    config: "ModelConfig",
     template: str,
     template_version: str,
     question_ids: Sequence[str],
@@ -124,7 +127,7 @@ def summarize(
         totals.add(rec)
     for rec in sorted(spent, key=lambda r: (str(r.get("key")), str(r.get("time")))):
         totals.add_spend(rec)
-    prices = Prices.from_settings(settings, model)
+    prices = config.prices
     sent = [{"id": qid, **images[qid]} for qid in question_ids if qid in images]
     reencoded = sum(1 for s in sent if s.get("reencoded"))
     billed_input = totals.input_tokens + totals.rejected_input_tokens
@@ -142,9 +145,9 @@ def summarize(
     return {
         "model": model,
         "split": split,
-        "backend": settings.get("backend"),
-        "provider": settings.get("provider"),
-        "model_id": settings.get("model_id"),
+        "backend": config.backend,
+        "provider": config.provider,
+        "model_id": config.model_id,
         "template": template,
         "template_version": template_version,
         "journaled": journaled,
