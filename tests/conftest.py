@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -25,7 +26,11 @@ if os.environ.get("SABRE_TEST_GATED") != "1":
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the background work of the selected tests that declare some (a ``start_early`` attribute:
     a slow, network-bound command such as tests/test_lock.py's pip resolution), so that it overlaps
-    the rest of the run; each such test waits for its own result."""
+    the rest of the run; each such test waits for its own result. Under pytest-xdist every worker
+    collects every test, so none starts early: the test starts its work when it runs, and the
+    other workers go on meanwhile."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is not None:
+        return
     for item in session.items:
         start = getattr(getattr(item, "function", None), "start_early", None)
         if start is not None and not item.get_closest_marker("skip"):
@@ -36,14 +41,33 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
 
 
+def _built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """``build(dir)`` once per test run: under pytest-xdist the workers share one result (the
+    pattern of pytest-xdist's docs, "Making session-scoped fixtures execute only once": a file
+    lock in the directory all workers' base temp dirs share); without xdist, once per session.
+    What is built is read-only for the tests (each copies what it changes)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        build(out)
+        return out
+    from filelock import FileLock
+
+    out = tmp_path_factory.getbasetemp().parent / f"shared-{name}"
+    with FileLock(f"{out}.lock"):
+        if not (out / ".built").is_file():
+            shutil.rmtree(out, ignore_errors=True)  # what a worker that failed half way left
+            out.mkdir()
+            build(out)
+            (out / ".built").write_text("", encoding="utf-8")
+    return out
+
+
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small demo (seed 0) in the hub repo layout. Shared: copy it before changing anything."""
     from sabre_prior.data.demo import generate
 
-    out = tmp_path_factory.mktemp("demo-small") / "demo"
-    generate(out, scale="small", seed=0)
-    return out
+    return _built_once(tmp_path_factory, "demo-small", lambda d: generate(d / "demo", scale="small", seed=0)) / "demo"
 
 
 @pytest.fixture(scope="session")
@@ -52,10 +76,11 @@ def demo_parquet_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     from sabre_prior import contracts as C
     from sabre_prior.data.fetch import fetch_split
 
-    out = tmp_path_factory.mktemp("demo-parquet")
-    for split in C.SPLITS:
-        fetch_split(str(demo_dir), split, out / f"{split}.parquet")
-    return out
+    def build(out: Path) -> None:
+        for split in C.SPLITS:
+            fetch_split(str(demo_dir), split, out / f"{split}.parquet")
+
+    return _built_once(tmp_path_factory, "demo-parquet", build)
 
 
 @pytest.fixture(scope="session")
@@ -66,10 +91,12 @@ def demo_repo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     :func:`demo_repo_run_copy` or its own copy (``dvc_helpers.copy_tree``)."""
     from dvc_helpers import make_repo, out, smk
 
-    base = make_repo(tmp_path_factory.mktemp("demo-run") / "base")
-    proc = smk(base, "--cores", "2", "all")
-    assert "recorded" in out(proc) and "dvc.lock" in out(proc), out(proc)[-3000:]
-    return base
+    def build(root: Path) -> None:
+        base = make_repo(root / "base")
+        proc = smk(base, "--cores", "2", "all")
+        assert "recorded" in out(proc) and "dvc.lock" in out(proc), out(proc)[-3000:]
+
+    return _built_once(tmp_path_factory, "demo-run", build) / "base"
 
 
 @pytest.fixture(scope="module")
