@@ -44,7 +44,12 @@ class Closure:
         self.src = Path(src)
         self.pkg = self.src / PACKAGE
         self._imports: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self._code: dict[tuple[str, ...], dict[str, str]] = {}  # one closure per command, not per job
         self._resources = sorted(p.name for p in (self.pkg / "resources").glob("*") if p.is_file())
+
+    def new_pass(self) -> None:
+        """Forget the closures computed so far (files may have changed since)."""
+        self._code.clear()
 
     # -- modules ---------------------------------------------------------------
     def file_of(self, module: str) -> Path | None:
@@ -107,8 +112,12 @@ class Closure:
         return sorted(seen), sorted(resources)
 
     def code_ids(self, start: Iterable[str]) -> dict[str, str]:
-        """``{project path: blob id}`` of the closure of ``start`` (modules and resource files)."""
-        mods, res = self.modules(start)
+        """``{project path: blob id}`` of the closure of ``start`` (modules and resource files);
+        computed once per distinct ``start`` until :meth:`new_pass`."""
+        key = tuple(start)
+        if key in self._code:
+            return dict(self._code[key])
+        mods, res = self.modules(key)
         out: dict[str, str] = {}
         root = self.src.parent
         for mod in mods:
@@ -118,7 +127,8 @@ class Closure:
         for name in res:
             path = self.pkg / "resources" / name
             out[path.relative_to(root).as_posix()] = _blob_of(str(path), *_stat(path))
-        return dict(sorted(out.items()))
+        self._code[key] = dict(sorted(out.items()))
+        return dict(self._code[key])
 
 
 def _stat(path: Path) -> tuple[int, int]:

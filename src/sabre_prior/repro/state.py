@@ -142,6 +142,7 @@ def write_recipes(pipeline: "Pipeline", hub: Mapping[str, Any] | None = None, *,
     root = pipeline.root
     written = []
     wanted = set()
+    pipeline.closure().new_pass()  # the code as it is now; one closure per command in this pass
     for job in pipeline.jobs():
         path = root / job.stamp
         wanted.add(path)
