@@ -145,18 +145,20 @@ def test_one_request_probes_until_the_first_answer() -> None:
     assert all(R.acquire(st, "p", 0.1, 8) == 0 for _ in range(8)) and R.acquire(st, "p", 0.1, 8) > 0, "the ceiling holds"
 
 
-def test_without_a_known_limit_the_window_starts_slowly() -> None:
+def test_without_a_known_limit_the_rate_starts_low_and_doubles() -> None:
     st = R.new_state(0.0)
     R.acquire(st, "p", 0.0, 8)
+    assert R.acquire(st, "p", 0.0, 8) > 0, "nothing learned yet: one request alone"
     R.release(st, "p", 0.1, 8, outcome="ok", started=0.0)  # an answer without rate-limit headers
-    # a window of two, spread over half the round trip of 0.1 s: one at once, the next 0.025 s later
-    assert [R.acquire(st, "p", 0.1, 8) for _ in range(2)] == [0, pytest.approx(0.025)] and st["slow_start"]
-    assert [R.acquire(st, "p", 0.13, 8) for _ in range(2)] == [0, POLL], "the window holds"
-    R.release(st, "p", 0.2, 8, outcome="ok", started=0.1)
-    R.release(st, "p", 0.2, 8, outcome="ok", started=0.1)
-    assert st["window"] == 4.0, "one more in flight per answer"
-    assert st["srtt"] == pytest.approx(0.1) and st["rate"] is None
-    assert R.acquire(st, "p", 0.2, 8) == 0 and R.acquire(st, "p", 0.2, 8) > 0, "the window's requests are spread out"
+    assert st["slow_start"] and st["srtt"] == pytest.approx(0.1) and st["rate"] is None
+    rate = R.START_RATE * 2 ** (0.1 / R.START_DOUBLING_S)
+    assert [R.acquire(st, "p", 0.1, 8) for _ in range(2)] == [0, pytest.approx(1 / rate)], "one at once, then paced"
+    t = 0.1 + 4 * R.START_DOUBLING_S  # four doublings later: 16 times the rate
+    R.release(st, "p", t, 8, outcome="ok", started=0.1)
+    R.release(st, "p", t, 8, outcome="ok", started=0.1)
+    assert st["window"] == 4.0, "the window: one more in flight per answer"
+    st.update(level=0.0, t=t)  # the bucket just emptied
+    assert R.acquire(st, "p", t, 8) == pytest.approx(1 / (16 * rate))
 
 
 def test_the_first_429_sets_the_rate_from_what_the_provider_took() -> None:
@@ -168,12 +170,13 @@ def test_the_first_429_sets_the_rate_from_what_the_provider_took() -> None:
         R.release(st, "p", t, 8, outcome="ok", started=started)
     R.acquire(st, "p", 0.3, 8)
     R.release(st, "p", 0.3, 8, outcome="limited", retry_after=0.1, started=0.3)
-    assert st["bad_rate"] == pytest.approx(4 / 1.4) and st["rate"] == pytest.approx(R.HEADROOM * 4 / 1.4)
+    assert st["bad_rate"] == pytest.approx(4 / 1.4 / R.NEAR) and st["rate"] == pytest.approx(R.HEADROOM * 4 / 1.4)
     assert not st["slow_start"] and st["cool_until"] == pytest.approx(0.4)
     R.release(st, "p", 0.35, 8, outcome="ok", started=0.25)  # one more sent before the 429, answered after it
-    assert st["bad_rate"] == pytest.approx(5 / 1.4), "it was taken too: the guess grows"
+    assert st["bad_rate"] == pytest.approx(5 / 1.4 / R.NEAR), "it was taken too: the guess grows"
+    assert st["rate"] == pytest.approx(R.HEADROOM * 5 / 1.4 * (1 + R.FAST_INCREASE)), "and back up to it fast"
     R.release(st, "p", 0.5, 8, outcome="ok", started=0.4)  # sent after it: no part of the guess
-    assert st["bad_rate"] == pytest.approx(5 / 1.4)
+    assert st["bad_rate"] == pytest.approx(5 / 1.4 / R.NEAR)
 
 
 def test_a_429_without_a_known_limit_cuts_once_per_episode_and_probes_back() -> None:

@@ -66,20 +66,30 @@ INCREASE_SHARE = 0.01
 #: answers came at over the last second (that rate still holds the provider's first burst)
 START_DECREASE = 0.5
 #: ... and later 429s cut the paced rate by this factor (once per episode: the requests sent after the cut)
-DECREASE_UNKNOWN = 0.8
+DECREASE_UNKNOWN = 0.9
 #: without a known limit the rate grows by this share per answer while below NEAR of the rate the last
 #: 429 came at, and by PROBE_INCREASE above it: about PROBE_INCREASE**-1 answers per probe past it
 FAST_INCREASE = 0.02
 PROBE_INCREASE = 0.0005
-NEAR = 0.9
+NEAR = 0.95
+#: ... and by at most this share a second past it (at r answers a second, PROBE_PER_S / r per answer)
+PROBE_PER_S = 0.02
 #: the answers the measured rate is taken over (the last second of them)
 MEASURE_WINDOW_S = 1.0
-MEASURE_ANSWERS = 256
-#: the send times of the requests taken before the first 429 kept for the guess made from it
-START_TIMES = 512
+MEASURE_ANSWERS = 64
+#: the send times of the requests taken before the first 429, kept for the guess made from it: counts
+#: per bin of START_BIN_S seconds, the last START_BINS bins
+START_BIN_S = 0.05
+START_BINS = 200
 #: burst of the pacing bucket, in seconds of the rate (at least one request)
 BURST_S = 0.1
-#: ... and while no limit is known and nothing paces yet, the burst of the spreading of requests
+#: no limit known yet (no header says it, no 429 yet): the rate starts at START_RATE a second and
+#: doubles every START_DOUBLING_S, each request spread (a burst of SPREAD_BURST_S).  Against a limit
+#: of R a second with a burst of one second's worth, the first 429 comes when the rate is about
+#: (1 + t) / (START_DOUBLING_S / ln 2) x R, not much above R: only the requests sent until that 429
+#: is back are refused with it (a window doubling every round trip instead would be sending at 5-10 R)
+START_RATE = 10.0
+START_DOUBLING_S = 0.5
 SPREAD_BURST_S = 0.01
 #: the slowest pace set from a 429 (requests per second; 3 per minute)
 MIN_RATE = 0.05
@@ -176,7 +186,7 @@ def new_state(now: float) -> dict[str, Any]:
         "bad_rate": None,  # no limit known: the rate the last 429 came at
         "cut_at": 0.0,  # no limit known: when the rate was last cut
         "first_429": None,  # no limit known: when the first 429 came (the end of the slow start)
-        "start_times": [],  # no limit known: when the requests taken before it were sent
+        "start_bins": [],  # no limit known: when the requests taken before it were sent
         "first_wait": None,  # no limit known: the wait that 429 asked for
         "srtt": None,  # smoothed time of an answer (seconds)
         "updated": now,
@@ -203,9 +213,9 @@ def acquire(st: dict[str, Any], me: str, now: float, ceiling: int, configured_ra
     if target is not None:
         rate = target * HEADROOM if rate is None else min(rate, target * HEADROOM)
     burst = BURST_S
-    if rate is None and target is None and st.get("srtt"):  # no limit known yet: the window's requests spread
-        rate = 2.0 * window / max(st["srtt"], 1e-3)  # over half a round trip, not all at once
-        burst = SPREAD_BURST_S
+    if rate is None and target is None and st["window"] is not None:  # no limit known yet: a rate doubling
+        rate = START_RATE * 2.0 ** min(40.0, max(0.0, now - _since(st, now)) / START_DOUBLING_S)
+        burst = SPREAD_BURST_S  # every START_DOUBLING_S, each request a little apart
     if rate is not None:
         cap = max(1.0, rate * burst)
         st["level"] = min(cap, st["level"] + max(0.0, now - st["t"]) * rate)
@@ -220,6 +230,12 @@ def acquire(st: dict[str, Any], me: str, now: float, ceiling: int, configured_ra
     return 0.0
 
 
+def _since(st: Mapping[str, Any], now: float) -> float:
+    """When the state's first request went (now when none has)."""
+    first = st.get("first_t")
+    return now if first is None else float(first)
+
+
 def _count_answer(st: dict[str, Any], now: float) -> None:
     times = st["answers"]
     times.append(round(now, 4))
@@ -232,18 +248,22 @@ def _count_answer(st: dict[str, Any], now: float) -> None:
 
 
 def _measured_rate(st: Mapping[str, Any], now: float, accepted: int = 0) -> float | None:
-    """Answers per second over the last second (None: none yet), ``accepted`` more still in flight."""
+    """Answers per second over the last second, or over the last MEASURE_ANSWERS answers when they came
+    in less (None: none yet); ``accepted`` more still in flight."""
     times = [t for t in st["answers"] if now - t <= MEASURE_WINDOW_S]
     if not times and not accepted:
         return None
-    span = min(MEASURE_WINDOW_S, max(now - float(st.get("first_t") or now), 1e-3))
+    span = min(MEASURE_WINDOW_S, max(now - _since(st, now), 1e-3))
+    if len(times) >= MEASURE_ANSWERS:
+        span = max(now - times[0], 1e-3)
     return (len(times) + accepted) / span
 
 
 def _first_estimate(st: Mapping[str, Any]) -> float | None:
     """The limit guessed from a model's first 429 when nothing says it.
 
-    The provider took the requests sent at the times ``st["start_times"]`` and refused one sent at
+    The provider took the requests sent at the times counted in ``st["start_bins"]`` (``[start of a
+    bin of START_BIN_S, requests]``) and refused one sent at
     ``t`` (the answers still coming of requests sent before it count too), and allows the next ``d``
     seconds after the refusal (its wait: Retry-After, or Gemini's ``RetryInfo.retryDelay``, documented
     as the time to wait before retrying).  Both OpenAI and Anthropic document that a per-minute limit
@@ -253,15 +273,14 @@ def _first_estimate(st: Mapping[str, Any]) -> float | None:
     earlier or later ``x`` gives more, the guess is the largest of these over the send times (``k(x) /
     (t - x + 1 s)`` when the 429 says no wait).  A smaller burst makes it low (the rate is probed up
     from it), a larger one high (the next 429s cut it)."""
-    times, t = st.get("start_times"), st.get("first_429")
-    if not times or t is None:
+    bins, t = st.get("start_bins"), st.get("first_429")
+    if not bins or t is None:
         return None
     d = st.get("first_wait")
-    best = 0.0
-    for i, x in enumerate(sorted(times)):
-        k = len(times) - i
-        est = k / (t - x + MEASURE_WINDOW_S) if not d else (k + 1) / (t + d - x + MEASURE_WINDOW_S)
-        best = max(best, est)
+    best, k = 0.0, 0
+    for x, n in sorted(bins, reverse=True):  # x: the start of a bin of the send times (a little early: a low guess)
+        k += n
+        best = max(best, k / (t - x + MEASURE_WINDOW_S) if not d else (k + 1) / (t + d - x + MEASURE_WINDOW_S))
     return best
 
 
@@ -298,13 +317,18 @@ def release(
             _count_answer(st, now)
             first_429 = st.get("first_429")
             if first_429 is None or (started is not None and started <= first_429):
-                times = st.setdefault("start_times", [])  # taken before the first 429: the start's estimate
-                times.append(round(now if started is None else started, 4))
-                if len(times) > START_TIMES:
-                    del times[0]
+                bins = st.setdefault("start_bins", [])  # taken before the first 429: the start's estimate
+                x = round(((now if started is None else started) // START_BIN_S) * START_BIN_S, 3)
+                if bins and bins[-1][0] == x:
+                    bins[-1][1] += 1
+                else:
+                    bins.append([x, 1])
+                    bins.sort()
+                    if len(bins) > START_BINS:
+                        del bins[0]
                 if first_429 is not None and st.get("cut_at") == first_429 and st["rate"] is not None:
                     est = _first_estimate(st)  # an answer of the start still coming in: the guess grows
-                    st["bad_rate"] = est
+                    st["bad_rate"] = est / NEAR  # a guess, not a rate refused: back to it fast
                     st["rate"] = max(st["rate"], est * HEADROOM)  # type: ignore[operator]
         elif st["answers"]:
             st["answers"] = []
@@ -326,7 +350,8 @@ def release(
                     st["rate"] = None  # back at the target: paced by the target alone
             else:  # fast back to near the rate the last 429 came at, then probe past it slowly
                 near = st["rate"] < NEAR * float(st.get("bad_rate") or 0.0)
-                st["rate"] = st["rate"] * (1.0 + (FAST_INCREASE if near else PROBE_INCREASE))
+                probe = min(PROBE_INCREASE, PROBE_PER_S / st["rate"])  # per answer, and at most PROBE_PER_S a second
+                st["rate"] = st["rate"] * (1.0 + (FAST_INCREASE if near else probe))
     elif outcome == "limited":
         st["limited"] += 1
         st["slow_start"] = False
@@ -371,7 +396,7 @@ def _limited_unknown(st: dict[str, Any], now: float, started: float | None, wait
             st["first_429"] = None
             return
         st["rate"] = max(MIN_RATE, est * HEADROOM)
-        st["bad_rate"] = est
+        st["bad_rate"] = est / NEAR  # a guess, not a rate refused: back to it fast
     elif st["rate"] is None:
         return
     else:
@@ -383,9 +408,12 @@ def _limited_unknown(st: dict[str, Any], now: float, started: float | None, wait
             rate = measured
         st["bad_rate"] = rate
         st["rate"] = max(MIN_RATE, rate * DECREASE_UNKNOWN)
+        st["start_bins"] = []  # the start's guess is past
         st["window"] = max(1.0, st["window"] * DECREASE)
     st["cut_at"] = now
     st["level"] = min(st["level"], 0.0)
+    log.debug("no limit known: a 429 %.3f s in, paced now at %.2f/s (refused at %.2f/s), window %.1f",
+              now - _since(st, now), st["rate"], st["bad_rate"], st["window"])  # fmt: skip
 
 
 def _learn(st: dict[str, Any], info: RateInfo, now: float, tokens: int | None) -> None:
