@@ -153,8 +153,10 @@ def test_without_a_known_limit_the_rate_starts_low_and_doubles() -> None:
     R.release(st, "p", 0.1, 8, outcome="ok", started=0.0)  # an answer without rate-limit headers
     assert st["slow_start"] and st["srtt"] == pytest.approx(0.1) and st["rate"] is None
     rate = R.START_RATE * 2 ** (0.1 / R.START_DOUBLING_S)
-    assert [R.acquire(st, "p", 0.1, 8) for _ in range(2)] == [0, pytest.approx(1 / rate)], "one at once, then paced"
-    t = 0.1 + 4 * R.START_DOUBLING_S  # four doublings later: 16 times the rate
+    first = max(rate, 2 / 0.1)  # at least the window (2, under START_WINDOW) each round trip of 0.1 s
+    assert [R.acquire(st, "p", 0.1, 8) for _ in range(2)] == [0, pytest.approx(1 / first)], "one at once, then paced"
+    t = 0.1 + 4 * R.START_DOUBLING_S  # four doublings later: 16 times the rate (above START_WINDOW a round trip)
+    assert 16 * rate > R.START_WINDOW / 0.1
     R.release(st, "p", t, 8, outcome="ok", started=0.1)
     R.release(st, "p", t, 8, outcome="ok", started=0.1)
     assert st["window"] == 4.0, "the window: one more in flight per answer"

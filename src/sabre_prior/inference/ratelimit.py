@@ -64,7 +64,6 @@ DECREASE = 0.75
 INCREASE_SHARE = 0.01
 #: without a known limit (no header says it), the first 429 sets the rate to this share of the rate
 #: answers came at over the last second (that rate still holds the provider's first burst)
-START_DECREASE = 0.5
 #: ... and later 429s cut the paced rate by this factor (once per episode: the requests sent after the cut)
 DECREASE_UNKNOWN = 0.9
 #: without a known limit the rate grows by this share per answer while below NEAR of the rate the last
@@ -90,6 +89,7 @@ BURST_S = 0.1
 #: is back are refused with it (a window doubling every round trip instead would be sending at 5-10 R)
 START_RATE = 10.0
 START_DOUBLING_S = 0.5
+START_WINDOW = 4
 SPREAD_BURST_S = 0.01
 #: the slowest pace set from a 429 (requests per second; 3 per minute)
 MIN_RATE = 0.05
@@ -215,6 +215,8 @@ def acquire(st: dict[str, Any], me: str, now: float, ceiling: int, configured_ra
     burst = BURST_S
     if rate is None and target is None and st["window"] is not None:  # no limit known yet: a rate doubling
         rate = START_RATE * 2.0 ** min(40.0, max(0.0, now - _since(st, now)) / START_DOUBLING_S)
+        if st.get("srtt"):  # and at least START_WINDOW requests a round trip (a small run is not held back)
+            rate = max(rate, min(START_WINDOW, window) / max(st["srtt"], 1e-3))
         burst = SPREAD_BURST_S  # every START_DOUBLING_S, each request a little apart
     if rate is not None:
         cap = max(1.0, rate * burst)
