@@ -11,7 +11,10 @@ between the first request and the last answer) and the share of calls that got a
     python benchmarks/bench_pacing.py --protocol gemini        # no rate-limit header: 429s with RetryInfo only
 
 Targets: achieved >= 90% of R and < 2% of the calls answered 429, the configured
-concurrency (the ceiling) never exceeded.
+concurrency (the ceiling) never exceeded.  Each run is the first of its model (nothing
+learned before), with R x ``--seconds`` questions but at least ``--min-calls``: without
+any header nothing tells the limit before the first 429, so one 429 is the price of
+learning it, and a share of 2 % needs at least 50 calls to be measured at all.
 """
 
 from __future__ import annotations
@@ -62,15 +65,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", type=float, nargs="+", default=[2, 5, 20, 50, 200])
     parser.add_argument("--seconds", type=float, default=10.0, help="questions per run: R x this")
+    parser.add_argument("--min-calls", type=int, default=100, help="questions per run at least")
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64, help="the configured ceiling")
     parser.add_argument("--protocol", default="openai", choices=["openai", "anthropic", "gemini"])
     args = parser.parse_args()
     rows = []
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="sabre-pacing-") as tmp, FakeServer(latency=args.latency) as server:
         project = Path(tmp)
         for rate in args.rates:
-            n = max(10, int(rate * args.seconds))
+            n = max(args.min_calls, int(rate * args.seconds))
             write_split(project / "data" / "parquet" / "attribute.parquet", "attribute", n, seed=int(rate))
             server.rate_limit = rate
             t0 = time.monotonic()
@@ -80,7 +85,7 @@ def main() -> int:
             print(f"  R={rate:g}/s: {r['achieved']:.2f}/s achieved, {r['limited']} of {r['calls']} calls 429", flush=True)
     print()
     print(f"{args.protocol} headers, call latency {args.latency * 1000:.0f} ms, ceiling {args.concurrency}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f} at the end")
+          f"load average {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print("| R (req/s) | N | achieved (req/s) | achieved / R | 429 share | max in flight | targets |")
     print("|--:|--:|--:|--:|--:|--:|:--|")
     for r in rows:

@@ -160,6 +160,9 @@ class FakeServer:
     #: https://docs.anthropic.com/en/api/rate-limits).  Above it: 429 with the protocol's headers
     #: (protocols.rate_limited); every answer carries the headers too (protocols.rate_limit_headers).
     rate_limit: float | None = None
+    #: Gemini's 429 of that limit names the limit in its QuotaFailure's ``quotaValue`` (False: left out,
+    #: as some real answers do; protocols.gemini_rate_limited)
+    rate_limit_quota_value: bool = True
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -283,7 +286,7 @@ class FakeServer:
             if limit is not None and limit[0] < 0:  # over the limit: 429 at once, as a provider's edge answers
                 call.status, call.fault = 429, "rate_limited"
                 level, full_in, next_in = -limit[0] - 1, limit[1], limit[2]
-                return P.rate_limited(proto.name, self.rate_limit * 60, level, full_in, next_in)  # type: ignore[operator]
+                return P.rate_limited(proto.name, self.rate_limit * 60, level, full_in, next_in, model, self.rate_limit_quota_value)  # type: ignore[operator]
             call.key = content_key(text, image)
             with self._lock:
                 self._attempts[(call.key, model)] += 1

@@ -306,19 +306,8 @@ def documented_fault(
         }
         err = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit"}}
         return 429, _json(err, 429, headers), (0, 0)
-    # Gemini: google.rpc.RetryInfo in the error details (https://ai.google.dev/gemini-api/docs/rate-limits;
-    # https://cloud.google.com/apis/design/errors#error_details)
-    err = {
-        "error": {
-            "code": 429,
-            "message": "You exceeded your current quota, please check your plan and billing details.",
-            "status": "RESOURCE_EXHAUSTED",
-            "details": [
-                {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
-                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{wait:g}s"},
-            ],
-        }
-    }
+    # Gemini: google.rpc.RetryInfo in the error details, as gemini_rate_limited shows its sources
+    err = gemini_rate_limited(model, 60, wait)
     return 429, _json(err, 429), (0, 0)
 
 
@@ -371,7 +360,51 @@ def rate_limit_headers(protocol: str, per_minute: float, remaining: float, full_
     return {}
 
 
-def rate_limited(protocol: str, per_minute: float, remaining: float, full_in_s: float, next_in_s: float) -> web.Response:
+def gemini_duration(seconds: float) -> str:
+    """A ``google.protobuf.Duration`` in its JSON form: seconds with up to nine fractional digits and an
+    ``s`` ("45.837906927s"; https://protobuf.dev/reference/protobuf/google.protobuf/#duration)."""
+    return f"{max(0.0, seconds):.9f}".rstrip("0").rstrip(".") + "s"
+
+
+def gemini_rate_limited(model: str, per_minute: float, wait_s: float, quota_value: bool = True) -> dict[str, Any]:
+    """The body of a Gemini 429 for an exhausted requests-per-minute quota, as the Gemini API sends it.
+
+    Sources (real 429 bodies quoted in public issues): RESOURCE_EXHAUSTED with the message "You exceeded
+    your current quota ... Quota exceeded for metric: ..., limit: N, model: M\nPlease retry in Xs." and
+    the details ``google.rpc.Help`` (a link to the rate-limit docs), ``google.rpc.QuotaFailure``
+    (``quotaMetric``, ``quotaId`` such as ``GenerateRequestsPerMinutePerProjectPerModel``,
+    ``quotaDimensions`` {location, model} and ``quotaValue``, the limit) and ``google.rpc.RetryInfo``
+    (``retryDelay``, a protobuf duration): browserbase/mcp-server-browserbase#129, RooCodeInc/Roo-Code#3883,
+    googleapis/python-genai#1875 and #2044 (there the violations carry no ``quotaValue``: ``quota_value``
+    False), and https://ai.google.dev/gemini-api/docs/rate-limits.  ``retryDelay`` is the wait with its
+    fractions, as dcdpr/jp#1061 reports it ("45.837906927s"; older answers quoted in python-genai#2114
+    show it in whole seconds).  No ``Retry-After`` header and no rate-limit header comes with it
+    (dcdpr/jp#1061: "Gemini answers a 429 without a Retry-After header"); the google-genai SDK reads
+    none of it (python-genai#1875: its retries are a fixed exponential backoff).
+    """
+    limit = f"{round(per_minute)}"
+    metric = "generativelanguage.googleapis.com/generate_content_paid_tier_requests"
+    violation: dict[str, Any] = {"quotaMetric": metric, "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+                                 "quotaDimensions": {"location": "global", "model": model}}  # fmt: skip
+    if quota_value:
+        violation["quotaValue"] = limit
+    message = (
+        "You exceeded your current quota, please check your plan and billing details. For more information on this "
+        "error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. To monitor your current usage, head to: "
+        f"https://ai.dev/usage?tab=rate-limit. \n* Quota exceeded for metric: {metric}, limit: {limit}, model: {model}\n"
+        f"Please retry in {gemini_duration(wait_s)}."
+    )
+    return {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": [
+        {"@type": "type.googleapis.com/google.rpc.Help",
+         "links": [{"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": gemini_duration(wait_s)},
+    ]}}  # fmt: skip
+
+
+def rate_limited(
+    protocol: str, per_minute: float, remaining: float, full_in_s: float, next_in_s: float, model: str = "", quota_value: bool = True
+) -> web.Response:
     """The 429 of an exhausted request limit, with the protocol's documented body and headers."""
     headers = rate_limit_headers(protocol, per_minute, remaining, full_in_s, True)
     if protocol == "openai":  # https://platform.openai.com/docs/guides/error-codes (429 "Rate limit reached for requests")
@@ -380,8 +413,4 @@ def rate_limited(protocol: str, per_minute: float, remaining: float, full_in_s: 
     if protocol == "anthropic":  # https://docs.anthropic.com/en/api/errors (429 rate_limit_error)
         err = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded your per-minute rate limit"}}
         return _json(err, 429, headers)
-    # Gemini: RESOURCE_EXHAUSTED with google.rpc.RetryInfo (https://ai.google.dev/gemini-api/docs/rate-limits,
-    # https://cloud.google.com/apis/design/errors#error_details)
-    err = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED",
-                     "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{max(0.001, next_in_s):.3f}s"}]}}  # fmt: skip
-    return _json(err, 429)
+    return _json(gemini_rate_limited(model, per_minute, max(0.001, next_in_s), quota_value), 429)

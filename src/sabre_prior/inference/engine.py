@@ -164,25 +164,34 @@ def redact(text: str, secrets: Sequence[str]) -> str:
 
 
 class _Progress:
-    """A tqdm bar with retries and failures in the postfix (or nothing)."""
+    """A tqdm bar with retries and failures in the postfix (or nothing).
+
+    The bar is made by :meth:`start` (the engine calls it once the first request is sent) or at the
+    first update: importing tqdm and making the bar (its monitor thread, the terminal's width) took
+    30-50 ms of the start-up, which the first request does not need (docs/performance.md)."""
 
     def __init__(self, total: int, initial: int, desc: str, enabled: bool, stats: RunStats) -> None:
         self.stats = stats
         self.bar = None
-        if enabled:
-            from tqdm import tqdm
+        self._args = (total, initial, desc) if enabled else None
 
-            tty = sys.stderr.isatty()
-            self.bar = tqdm(
-                total=total,
-                initial=initial,
-                desc=desc,
-                unit="q",
-                mininterval=0.2 if tty else 2.0,
-                dynamic_ncols=tty,
-                file=sys.stderr,
-            )
-            self.postfix()
+    def start(self) -> None:
+        if self._args is None or self.bar is not None:
+            return
+        from tqdm import tqdm
+
+        total, initial, desc = self._args
+        tty = sys.stderr.isatty()
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            desc=desc,
+            unit="q",
+            mininterval=0.2 if tty else 2.0,
+            dynamic_ncols=tty,
+            file=sys.stderr,
+        )
+        self.postfix()
 
     def postfix(self) -> None:
         if self.bar is not None:
@@ -190,12 +199,16 @@ class _Progress:
             self.bar.set_postfix(cached=s.cached, retries=s.retries, refused=s.refusals, failed=s.failures, refresh=False)
 
     def update(self, n: int, *, changed: bool = False) -> None:
-        if self.bar is not None:
-            if changed:
-                self.postfix()
-            self.bar.update(n)
+        if self._args is None:
+            return
+        if self.bar is None:
+            self.start()
+        elif changed:
+            self.postfix()
+        self.bar.update(n)  # type: ignore[union-attr]
 
     def close(self) -> None:
+        self.start()  # a run with nothing to update still shows its (empty) bar
         if self.bar is not None:
             self.postfix()
             self.bar.close()
@@ -309,6 +322,8 @@ class Engine:
         if total is None and isinstance(items, Sized):
             total = len(items)
         self._progress = _Progress(total or 0, 0, self.desc, self.progress_enabled, self.stats)
+        if not self.backend.is_async:
+            self._progress.start()
         try:
             if self.backend.is_async:
                 asyncio.run(self._run_async(iter(items)))
@@ -454,6 +469,8 @@ class Engine:
                         await asyncio.wait({self._ready})
                         for _ in range(3):
                             await asyncio.sleep(0)  # the worker takes the question and sends it
+                        if self._progress is not None:
+                            self._progress.start()  # the bar after the first request, not before it
                 if n % PRODUCER_CHUNK == 0:
                     await asyncio.sleep(0)  # let the workers send what is ready
             for _ in workers:

@@ -62,20 +62,37 @@ HEADROOM = 0.95
 DECREASE = 0.75
 #: additive increase of the rate per success, as a share of the target (header or configured limit)
 INCREASE_SHARE = 0.01
-#: additive increase per success without a known target, in requests per second (at a rate of r per
-#: second, r successes a second: 1 % a second)
-INCREASE_ABS = 0.01
-#: without a known target the rate is cut to this share of the rate answers came at
-DECREASE_MEASURED = 0.9
-#: answers kept to measure that rate, and how old they may be
+#: without a known limit (no header says it), the first 429 sets the rate to this share of the rate
+#: answers came at over the last second (that rate still holds the provider's first burst)
+#: ... and later 429s cut the paced rate by this factor (once per episode: the requests sent after the cut)
+DECREASE_UNKNOWN = 0.9
+#: without a known limit the rate grows by this share per answer while below NEAR of the rate the last
+#: 429 came at, and by PROBE_INCREASE above it: about PROBE_INCREASE**-1 answers per probe past it
+FAST_INCREASE = 0.02
+PROBE_INCREASE = 0.0005
+NEAR = 0.95
+#: ... and by at most this share a second past it (at r answers a second, PROBE_PER_S / r per answer)
+PROBE_PER_S = 0.02
+#: the answers the measured rate is taken over (the last second of them)
+MEASURE_WINDOW_S = 1.0
 MEASURE_ANSWERS = 64
-MEASURE_MAX_S = 10.0
+#: the send times of the requests taken before the first 429, kept for the guess made from it: counts
+#: per bin of START_BIN_S seconds, the last START_BINS bins
+START_BIN_S = 0.05
+START_BINS = 200
 #: burst of the pacing bucket, in seconds of the rate (at least one request)
 BURST_S = 0.1
+#: no limit known yet (no header says it, no 429 yet): the rate starts at START_RATE a second and
+#: doubles every START_DOUBLING_S, each request spread (a burst of SPREAD_BURST_S).  Against a limit
+#: of R a second with a burst of one second's worth, the first 429 comes when the rate is about
+#: (1 + t) / (START_DOUBLING_S / ln 2) x R, not much above R: only the requests sent until that 429
+#: is back are refused with it (a window doubling every round trip instead would be sending at 5-10 R)
+START_RATE = 10.0
+START_DOUBLING_S = 0.5
+START_WINDOW = 4
+SPREAD_BURST_S = 0.01
 #: the slowest pace set from a 429 (requests per second; 3 per minute)
 MIN_RATE = 0.05
-#: answers needed before the rate they came at is trusted
-MIN_MEASURED = 2
 #: a state file older than this is started afresh (limits change, tiers move)
 STALE_S = 600.0
 #: how often a process blocked on the shared window looks again (its own releases wake it at once)
@@ -165,6 +182,13 @@ def new_state(now: float) -> dict[str, Any]:
         "holders": {},
         "answers": [],  # times of the last answers (the rate they came at, when no limit is known)
         "limited": 0,
+        "first_t": None,  # the first request of this state (the start of the model's run)
+        "bad_rate": None,  # no limit known: the rate the last 429 came at
+        "cut_at": 0.0,  # no limit known: when the rate was last cut
+        "first_429": None,  # no limit known: when the first 429 came (the end of the slow start)
+        "start_bins": [],  # no limit known: when the requests taken before it were sent
+        "first_wait": None,  # no limit known: the wait that 429 asked for
+        "srtt": None,  # smoothed time of an answer (seconds)
         "updated": now,
     }
 
@@ -188,31 +212,78 @@ def acquire(st: dict[str, Any], me: str, now: float, ceiling: int, configured_ra
     target = _target(st, configured_rate)
     if target is not None:
         rate = target * HEADROOM if rate is None else min(rate, target * HEADROOM)
+    burst = BURST_S
+    if rate is None and target is None and st["window"] is not None:  # no limit known yet: a rate doubling
+        rate = START_RATE * 2.0 ** min(40.0, max(0.0, now - _since(st, now)) / START_DOUBLING_S)
+        if st.get("srtt"):  # and at least START_WINDOW requests a round trip (a small run is not held back)
+            rate = max(rate, min(START_WINDOW, window) / max(st["srtt"], 1e-3))
+        burst = SPREAD_BURST_S  # every START_DOUBLING_S, each request a little apart
     if rate is not None:
-        cap = max(1.0, rate * BURST_S)
+        cap = max(1.0, rate * burst)
         st["level"] = min(cap, st["level"] + max(0.0, now - st["t"]) * rate)
         st["t"] = now
         if st["level"] < 1.0:
             return (1.0 - st["level"]) / rate
         st["level"] -= 1.0
     st["holders"][me] = st["holders"].get(me, 0) + 1
+    if st.get("first_t") is None:
+        st["first_t"] = now
     st["updated"] = now
     return 0.0
+
+
+def _since(st: Mapping[str, Any], now: float) -> float:
+    """When the state's first request went (now when none has)."""
+    first = st.get("first_t")
+    return now if first is None else float(first)
 
 
 def _count_answer(st: dict[str, Any], now: float) -> None:
     times = st["answers"]
     times.append(round(now, 4))
-    if len(times) > MEASURE_ANSWERS:
-        del times[0]
+    cut = now - MEASURE_WINDOW_S
+    drop = 0
+    while drop < len(times) and times[drop] < cut:
+        drop += 1
+    if drop or len(times) > MEASURE_ANSWERS:
+        del times[: max(drop, len(times) - MEASURE_ANSWERS)]
 
 
-def _measured_rate(st: Mapping[str, Any], now: float) -> float | None:
-    """Answers per second over the last answers (None: too few to tell)."""
-    times = [t for t in st["answers"] if now - t <= MEASURE_MAX_S]
-    if len(times) < MIN_MEASURED:
+def _measured_rate(st: Mapping[str, Any], now: float, accepted: int = 0) -> float | None:
+    """Answers per second over the last second, or over the last MEASURE_ANSWERS answers when they came
+    in less (None: none yet); ``accepted`` more still in flight."""
+    times = [t for t in st["answers"] if now - t <= MEASURE_WINDOW_S]
+    if not times and not accepted:
         return None
-    return len(times) / max(0.5, now - times[0])
+    span = min(MEASURE_WINDOW_S, max(now - _since(st, now), 1e-3))
+    if len(times) >= MEASURE_ANSWERS:
+        span = max(now - times[0], 1e-3)
+    return (len(times) + accepted) / span
+
+
+def _first_estimate(st: Mapping[str, Any]) -> float | None:
+    """The limit guessed from a model's first 429 when nothing says it.
+
+    The provider took the requests sent at the times counted in ``st["start_bins"]`` (``[start of a
+    bin of START_BIN_S, requests]``) and refused one sent at
+    ``t`` (the answers still coming of requests sent before it count too), and allows the next ``d``
+    seconds after the refusal (its wait: Retry-After, or Gemini's ``RetryInfo.retryDelay``, documented
+    as the time to wait before retrying).  Both OpenAI and Anthropic document that a per-minute limit
+    may be enforced over shorter periods (60 RPM as one request a second), i.e. a token bucket holding
+    about one second's worth: from the last time ``x`` it was full, it let through the ``k(x)`` requests
+    sent since and one more ``d`` after ``t``, so ``R = (k(x) + 1) / (t + d - x + 1 s)``; since no
+    earlier or later ``x`` gives more, the guess is the largest of these over the send times (``k(x) /
+    (t - x + 1 s)`` when the 429 says no wait).  A smaller burst makes it low (the rate is probed up
+    from it), a larger one high (the next 429s cut it)."""
+    bins, t = st.get("start_bins"), st.get("first_429")
+    if not bins or t is None:
+        return None
+    d = st.get("first_wait")
+    best, k = 0.0, 0
+    for x, n in sorted(bins, reverse=True):  # x: the start of a bin of the send times (a little early: a low guess)
+        k += n
+        best = max(best, k / (t - x + MEASURE_WINDOW_S) if not d else (k + 1) / (t + d - x + MEASURE_WINDOW_S))
+    return best
 
 
 def release(
@@ -226,8 +297,12 @@ def release(
     retry_after: float | None = None,
     tokens: int | None = None,
     configured_rate: float | None = None,
+    started: float | None = None,
 ) -> None:
-    """Give back a slot; learn from the outcome (``ok``, ``limited`` or ``other``) and the headers."""
+    """Give back a slot; learn from the outcome (``ok``, ``limited`` or ``other``) and the headers.
+
+    ``started``: when the request was let go (by this state's clock); a 429 of a request sent before the
+    last cut is the rest of that episode, not a sign the cut was too small."""
     held = st["holders"].get(me, 0)
     if held <= 1:
         st["holders"].pop(me, None)
@@ -235,45 +310,59 @@ def release(
         st["holders"][me] = held - 1
     if info is not None:
         _learn(st, info, now, tokens)
+    known = _target(st, configured_rate) is not None
     if outcome == "ok":
-        if st.get("target") is None:  # the rate answers come at is needed only while no limit is known
+        if started is not None:
+            rtt = max(0.0, now - started)
+            st["srtt"] = rtt if st.get("srtt") is None else 0.875 * st["srtt"] + 0.125 * rtt
+        if not known:  # the rate answers come at is needed only while no limit is known
             _count_answer(st, now)
+            first_429 = st.get("first_429")
+            if first_429 is None or (started is not None and started <= first_429):
+                bins = st.setdefault("start_bins", [])  # taken before the first 429: the start's estimate
+                x = round(((now if started is None else started) // START_BIN_S) * START_BIN_S, 3)
+                if bins and bins[-1][0] == x:
+                    bins[-1][1] += 1
+                else:
+                    bins.append([x, 1])
+                    bins.sort()
+                    if len(bins) > START_BINS:
+                        del bins[0]
+                if first_429 is not None and st.get("cut_at") == first_429 and st["rate"] is not None:
+                    est = _first_estimate(st)  # an answer of the start still coming in: the guess grows
+                    st["bad_rate"] = est / NEAR  # a guess, not a rate refused: back to it fast
+                    st["rate"] = max(st["rate"], est * HEADROOM)  # type: ignore[operator]
         elif st["answers"]:
             st["answers"] = []
         if st["window"] is None:  # the first answer: open at once when a limit is known, else slow start
-            known = st.get("target") is not None or configured_rate is not None
             st["window"] = float(ceiling) if known else min(float(ceiling), 2.0)
             st["slow_start"] = not known and ceiling > 2
         elif st.get("slow_start"):  # one more per answer: the window doubles every round trip
             st["window"] = min(float(ceiling), st["window"] + 1.0)
-            st["slow_start"] = st["window"] < ceiling and st.get("target") is None
-            if st.get("target") is not None:
+            st["slow_start"] = st["window"] < ceiling and not known
+            if known:
                 st["window"] = float(ceiling)
         else:
             st["window"] = min(float(ceiling), st["window"] + 1.0 / max(1.0, st["window"]))
-        target = _target(st, configured_rate)
         if st["rate"] is not None:
-            step = target * INCREASE_SHARE if target is not None else INCREASE_ABS
-            st["rate"] = st["rate"] + step
-            if target is not None and st["rate"] >= target * HEADROOM:
-                st["rate"] = None  # back at the target: paced by the target alone
+            target = _target(st, configured_rate)
+            if target is not None:
+                st["rate"] = st["rate"] + target * INCREASE_SHARE
+                if st["rate"] >= target * HEADROOM:
+                    st["rate"] = None  # back at the target: paced by the target alone
+            else:  # fast back to near the rate the last 429 came at, then probe past it slowly
+                near = st["rate"] < NEAR * float(st.get("bad_rate") or 0.0)
+                probe = min(PROBE_INCREASE, PROBE_PER_S / st["rate"])  # per answer, and at most PROBE_PER_S a second
+                st["rate"] = st["rate"] * (1.0 + (FAST_INCREASE if near else probe))
     elif outcome == "limited":
         st["limited"] += 1
         st["slow_start"] = False
         if st["window"] is None:
             st["window"] = 1.0
-        new_episode = now >= st["episode_until"]  # not the rest of a burst of 429s
-        if new_episode:
-            st["window"] = max(1.0, st["window"] * DECREASE)
-            target = _target(st, configured_rate)
-            if target is not None:
-                base = st["rate"] if st["rate"] is not None else target * HEADROOM
-            else:  # no limit known: from the rate answers actually came at (none yet: the window and pause only)
-                measured = _measured_rate(st, now)
-                base = st["rate"] if measured is None else min(st["rate"] or float("inf"), measured)
-            if base is not None:
-                st["rate"] = max(MIN_RATE, base * (DECREASE if target is not None else DECREASE_MEASURED))
-            st["level"] = min(st["level"], 0.0)
+        if known:
+            _limited_known(st, now, configured_rate)
+        else:
+            _limited_unknown(st, now, started, retry_after)
         pause = min(MAX_PAUSE_S, retry_after if retry_after is not None else 1.0)
         if now >= st["episode_until"]:  # the episode lasts the pause and half a second; later 429s do not extend it
             st["episode_until"] = now + pause + 0.5
@@ -281,6 +370,52 @@ def release(
     elif st["window"] is None and info is not None:
         st["window"] = float(ceiling)  # an error answer still told the limits
     st["updated"] = now
+
+
+def _limited_known(st: dict[str, Any], now: float, configured_rate: float | None) -> None:
+    """A 429 with the limit known (headers, or the configured rate): cut window and rate once per episode."""
+    if now < st["episode_until"]:  # the rest of a burst of 429s
+        return
+    st["window"] = max(1.0, st["window"] * DECREASE)
+    target = _target(st, configured_rate)
+    base = st["rate"] if st["rate"] is not None else target * HEADROOM  # type: ignore[operator]
+    st["rate"] = max(MIN_RATE, base * DECREASE)
+    st["level"] = min(st["level"], 0.0)
+
+
+def _limited_unknown(st: dict[str, Any], now: float, started: float | None, wait: float | None) -> None:
+    """A 429 with no limit known (no header says it): the rate is learned from the 429s alone.
+
+    The first one ends the slow start: the rate is set from the requests the provider took until then
+    (:func:`_first_estimate`).  Later ones, of requests sent after the last cut, cut the paced rate by
+    :data:`DECREASE_UNKNOWN` and remember it as the rate the provider refused (``bad_rate``): the rate
+    grows back fast to near it and probes past it slowly."""
+    in_flight = sum(st["holders"].values())
+    if st.get("first_429") is None:
+        st["first_429"], st["first_wait"] = now, wait
+        est = _first_estimate(st)
+        if est is None:  # nothing answered yet: the window and the pause only
+            st["first_429"] = None
+            return
+        st["rate"] = max(MIN_RATE, est * HEADROOM)
+        st["bad_rate"] = est / NEAR  # a guess, not a rate refused: back to it fast
+    elif st["rate"] is None:
+        return
+    else:
+        if started is not None and started < float(st.get("cut_at") or 0.0):
+            return  # sent before the last cut: the same episode
+        rate = st["rate"]
+        measured = _measured_rate(st, now, in_flight)
+        if measured is not None and measured < rate:  # the window, not the rate, held the requests back
+            rate = measured
+        st["bad_rate"] = rate
+        st["rate"] = max(MIN_RATE, rate * DECREASE_UNKNOWN)
+        st["start_bins"] = []  # the start's guess is past
+        st["window"] = max(1.0, st["window"] * DECREASE)
+    st["cut_at"] = now
+    st["level"] = min(st["level"], 0.0)
+    log.debug("no limit known: a 429 %.3f s in, paced now at %.2f/s (refused at %.2f/s), window %.1f",
+              now - _since(st, now), st["rate"], st["bad_rate"], st["window"])  # fmt: skip
 
 
 def _learn(st: dict[str, Any], info: RateInfo, now: float, tokens: int | None) -> None:
@@ -446,7 +581,9 @@ class RateLimiter:
         """Hold one request slot of the model's shared window, paced; say how it went on the ticket."""
         async with self._turn:
             while True:
-                wait = self.store.update(lambda st, now: acquire(st, self.me, now, self.ceiling, self.configured_rate))
+                wait, started = self.store.update(
+                    lambda st, now: (acquire(st, self.me, now, self.ceiling, self.configured_rate), now)
+                )
                 if wait <= 0:
                     break
                 self._released.clear()
@@ -473,7 +610,7 @@ class RateLimiter:
             self.store.update(
                 lambda st, now: release(
                     st, self.me, now, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
-                    tokens=ticket.tokens, configured_rate=self.configured_rate,
+                    tokens=ticket.tokens, configured_rate=self.configured_rate, started=started,
                 )
             )  # fmt: skip
             self._released.set()
