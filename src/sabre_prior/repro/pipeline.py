@@ -201,7 +201,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/model_comparison.md", report=("Analysis", "Paired model comparison")),
             Out("results/tables/model_comparison.csv"),
         ),
-        params=(*_AGG_PARAMS, *_BOOTSTRAP),
+        params=(*_AGG_PARAMS, *_BOOTSTRAP, "analysis.report.max_nonanswer_rate"),
     ),
     Stage(
         "diagnose",
@@ -216,8 +216,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.png", report=("Figures", "World-prior diagnostics")),
             Out("results/figures/pair_outcomes.pdf"),
         ),
-        params=_AGG_PARAMS,
-
+        params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
     ),
     Stage(
         "paper_compare",
