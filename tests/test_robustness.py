@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from sabre_prior import cli
+from sabre_prior import contracts as C
 from sabre_prior.analysis.robustness import drift, served_versions, template_scores
 from sabre_prior.analysis.settings import AnalysisSettings
 from sabre_prior.errors import ConfigError
@@ -92,6 +93,13 @@ def _run(argv: list[str]) -> None:
     assert cli.main(argv) == 0
 
 
+def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The command fails (non-zero exit); its error text."""
+    capsys.readouterr()
+    assert cli.main(argv) != 0
+    return capsys.readouterr().err
+
+
 def test_prompt_runs_reuse_the_main_answers_and_pay_only_new_prompts(project: Path, server: FakeServer, capsys) -> None:
     for split in ("context", "attribute"):
         _run(["predict", "--model", "fake", "--split", split, "--no-progress"])
@@ -142,21 +150,40 @@ def test_served_versions_are_recorded_and_drift_is_seen(project: Path, server: F
     assert drift(versions)
 
 
-def test_audit_repeats_are_new_calls_and_repeat_zero_is_the_main_run(project: Path, server: FakeServer) -> None:
+def test_audit_repeats_are_new_calls_and_repeat_zero_is_the_main_run(
+    project: Path, server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     for split in ("context", "attribute"):
         _run(["predict", "--model", "fake", "--split", split, "--no-progress"])
     _run(["evaluate", "--predictions", "results/predictions/fake", "--params", "params.yaml",
           "--output", "results/metrics/fake.json", "--trace-dir", "results/traces/fake", "--usage", "results/usage/fake"])  # fmt: skip
     before = len(server.calls)
-    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    audit_cmd = ["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json"]
+    # the aggregation asks nothing: without the repeats' records it says which command makes them
+    assert "repeat 1 of the audit of model 'fake' not found: run `sabre audit-run --model fake --repeat 1`" in _fails(audit_cmd, capsys)
+    assert len(server.calls) == before
+    # one repeat per job (the pipeline's audit_run@fake-<r>), each with its own record and journal
+    for r in (1, 2):
+        _run(["audit-run", "--model", "fake", "--repeat", str(r), "--no-progress"])
+        assert len(server.calls) == before + r * 8  # 4 questions in each of two splits
+        record = json.loads((project / f"results/audit/fake/r{r}.json").read_text())
+        assert record["repeat"] == r and len(record["answers"]) == 8
+        assert {a["outcome"] for a in record["answers"].values()} <= set(C.OUTCOMES)
+    assert "--repeat 3: audit.repeats is 3 in params.yaml, so the repeats to ask are 1..2" in _fails(
+        ["audit-run", "--model", "fake", "--repeat", "3", "--no-progress"], capsys
+    )
+    _run(audit_cmd)
     assert len(server.calls) == before + 2 * 8  # repeats 1 and 2 of 4 questions in each of two splits
     audit = json.loads((project / "results/audit/fake.json").read_text())
     assert audit["enabled"] and audit["repeats"] == 3 and audit["questions"] == 8
     assert all(len(v) == 3 for v in audit["answers"].values())
     assert set(audit["usage"]) == {"r1", "r2"} and audit["usage"]["r1"]["context"]["calls"] == 4
     assert audit["served_in_repeats"] == {"fake-model-1-2026-01-01 / fp_fake0001": 16}
-    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    # every repeat again (no --repeat): all journal hits
+    _run(["audit-run", "--model", "fake", "--no-progress"])
+    _run(audit_cmd)
     assert len(server.calls) == before + 16, "repeats already in their journals are not paid again"
+    assert json.loads((project / "results/audit/fake.json").read_text()) == audit
 
 
 # -- pure statistics ------------------------------------------------------------------------------
@@ -209,7 +236,8 @@ def test_cost_is_split_by_template_and_repeat(project: Path, server: FakeServer)
     _run(["evaluate", "--predictions", "results/predictions/fake", "--params", "params.yaml",
           "--output", "results/metrics/fake.json", "--trace-dir", "results/traces/fake", "--usage", "results/usage/fake"])  # fmt: skip
     _run(["prompt-run", "--template", "format_v1", "--model", "fake", "--outdir", "results/prompts/format_v1/fake", "--no-progress"])
-    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    _run(["audit-run", "--model", "fake", "--no-progress"])
+    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json"])
     _run(["stability", "--prompts-dir", "results/prompts", "--outdir", "results/tables"])
     import csv
 
