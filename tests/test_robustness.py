@@ -179,6 +179,7 @@ def test_audit_repeats_are_new_calls_and_repeat_zero_is_the_main_run(
     assert all(len(v) == 3 for v in audit["answers"].values())
     assert set(audit["usage"]) == {"r1", "r2"} and audit["usage"]["r1"]["context"]["calls"] == 4
     assert audit["served_in_repeats"] == {"fake-model-1-2026-01-01 / fp_fake0001": 16}
+    assert audit["nonanswer"] == {"nonanswer": 0, "questions": 3 * 8, "rate": 0.0}  # every repeat's answers counted
     # every repeat again (no --repeat): all journal hits
     _run(["audit-run", "--model", "fake", "--no-progress"])
     _run(audit_cmd)
@@ -253,3 +254,32 @@ def test_cost_is_split_by_template_and_repeat(project: Path, server: FakeServer)
     assert all(float(r["estimated_cost_usd"]) > 0 for r in rows)
     stability_md = (project / "results/tables/stability.md").read_text()
     assert "| fake-model-1-2026-01-01 / fp_fake0001 (29) |" in stability_md  # 13 main + 16 audit answers, no drift
+
+
+def test_stability_flags_a_model_whose_audited_answers_are_non_answers(tmp_path: Path) -> None:
+    """A non-answer in one repeat and an answer in another reads as a flip: the row says how many there were."""
+    import csv
+
+    from sabre_prior.analysis.robustness import write_stability
+    from sabre_prior.io_utils import write_json
+    from sabre_prior.report.flags import block
+
+    params = {"models": {"steady": {"display_name": "Steady"}, "failing": {"display_name": "Failing"}},
+              "splits": ["attribute"], "prompt": {"templates": ["screening_v1"]},
+              "analysis": {"report": {"max_nonanswer_rate": 0.05}}}  # fmt: skip
+    for model, nonanswer in (("steady", 0), ("failing", 9)):
+        write_json(tmp_path / "audit" / f"{model}.json", {
+            "enabled": True, "repeats": 3, "questions": 20, "flipped": 9 if nonanswer else 0, "template": "screening_v1",
+            "flip_rate": {"estimate": nonanswer / 20, "low": 0.0, "high": 0.7},
+            "accuracy": {"mean": 0.5, "sd": 0.0, "min": 0.5, "max": 0.5}, "served_in_repeats": {}, "usage": {},
+            "nonanswer": block(nonanswer, 60),
+        })  # fmt: skip
+        write_json(tmp_path / "usage" / model / "attribute.json", {"calls": 20, "template": "screening_v1"})
+    write_stability(params, tmp_path / "audit", tmp_path / "usage", tmp_path / "tables")
+    md = (tmp_path / "tables" / "stability.md").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| Failing") or line.startswith("| Steady")}
+    assert "†" in rows["Failing"] and "†" not in rows["Steady"]
+    assert "Failing audit (every repeat) 9 of 60 non-answers (15.0%)" in md and "Steady audit" not in md
+    table = {r["model"]: r for r in csv.DictReader((tmp_path / "tables" / "stability.csv").open())}
+    assert (table["failing"]["nonanswer"], table["failing"]["answers"], table["failing"]["nonanswer_flag"]) == ("9", "60", "true")
+    assert table["steady"]["nonanswer_flag"] == "false"

@@ -16,6 +16,7 @@ from typing import Any
 from . import contracts as C
 from .cliargs import add_params
 from .inference.audit import audit_settings, select_subset
+from .report import flags
 
 
 # ---------------------------------------------------------------------------
@@ -76,6 +77,7 @@ def run_audit(
     template = prompt_templates(params)[0]
     answers: dict[str, list[dict[str, Any]]] = {}
     subsets: dict[str, list[str]] = {}
+    nonanswer = 0  # over every repeat's audited answers (a failed repeat reads as a flip)
     for split in splits:
         rows = read_rows(data_dir / f"{split}.parquet")
         subsets[split] = sorted(select_subset(rows, split, audit)) if audit.enabled else []
@@ -83,6 +85,7 @@ def run_audit(
         for qid in subsets[split]:
             t = main[qid]
             answers[f"{split}/{qid}"] = [{"answer": None if t["missing"] else t["normalized_prediction"], "correct": t["correct"]}]
+            nonanswer += t["outcome"] in C.NON_ANSWERS
     usage_by_repeat: dict[str, dict[str, Any]] = {}
     served: dict[str, int] = {}
     for r in range(1, audit.repeats):
@@ -103,9 +106,12 @@ def run_audit(
         usage_by_repeat[f"r{r}"] = dict(run.get("usage") or {})
         for key, entry in got.items():
             answers[key].append({"answer": entry["answer"], "correct": entry["correct"]})
+            nonanswer += entry.get("outcome") in C.NON_ANSWERS
         for version, n in (run.get("served") or {}).items():
             served[version] = served.get(version, 0) + int(n)
     a = analysis_settings(params)
+    # while the audit is off there is nothing to count (and the record stays what it was)
+    counts = {"nonanswer": flags.block(nonanswer, sum(len(v) for v in answers.values()))} if audit.enabled else {}
     return {
         "model": model,
         "enabled": audit.enabled,
@@ -118,6 +124,7 @@ def run_audit(
         "served_in_repeats": dict(sorted(served.items())),
         "usage": usage_by_repeat,
         "answers": {k: [x["answer"] for x in v] for k, v in sorted(answers.items())},
+        **counts,
     }
 
 

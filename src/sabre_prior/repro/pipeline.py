@@ -272,7 +272,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/stability.csv"),
             Out("results/tables/cost.csv"),  # cost by model, template, repeat and split
         ),
-        params=(*_AGG_PARAMS, "audit", "prompt.templates"),
+        params=(*_AGG_PARAMS, "audit", "prompt.templates", "analysis.report.max_nonanswer_rate"),
     ),
     Stage(
         "prompt_sensitivity",

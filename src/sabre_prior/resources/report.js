@@ -126,6 +126,7 @@
       if (!f) continue;
       for (const s of D.splits) if (isFlagged(m.key, s)) flags.push(`${m.name} / ${s}: ${nonans(m.key, s).text}`);
     }
+    for (const r of D.stability) if (r.nonanswer_flag === "true") flags.push(`${nameOf(r.model)} / audit: ${r.nonanswer} of ${r.answers} audited answers are non-answers (every repeat)`);
     for (const r of D.stability) if (r.drift === "true") flags.push(`${nameOf(r.model)}: served by more than one model version (${r.served}): drift`);
     const box = $("flags");
     box.hidden = !flags.length;
@@ -150,8 +151,9 @@
         `${r.nonanswer} of ${r.questions}` + (r.nonanswer_flag === "true" ? " †" : "")] })), [false, false, true, true, false], "No prompt-sensitivity table given.");
     $("stability-note").textContent = "Audited questions asked `repeats` times (repeat 0 = the main run). Flip rate: share whose normalized answer changed across repeats. Served: the model version the provider reported.";
     table("stability-table", ["Model", "Repeats", "Questions", "Flip rate %", "Accuracy mean % (sd)", "Served", "Drift"],
-      D.stability.map((r) => ({ attrs: r.drift === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.repeats, r.questions,
-        r.flip_rate === "" ? "audit off" : `${pct(r.flip_rate)} [${pct(r.flip_low)}, ${pct(r.flip_high)}]`,
+      D.stability.map((r) => ({ attrs: r.drift === "true" || r.nonanswer_flag === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.repeats, r.questions,
+        r.flip_rate === "" ? "audit off" : `${pct(r.flip_rate)} [${pct(r.flip_low)}, ${pct(r.flip_high)}]` +
+          (r.nonanswer_flag === "true" ? ` † ${r.nonanswer} of ${r.answers} answers are non-answers` : ""),
         r.accuracy_mean === "" ? "-" : `${pct(r.accuracy_mean)} (${pct(r.accuracy_sd)})`, r.served, r.drift === "true" ? "drift" : "no"] })),
       [false, true, true, true, true, false, false], "No stability table given.");
   }
