@@ -44,7 +44,7 @@ DIMENSIONS: dict[str, str] = {"model": "models", "split": "splits", "template": 
 #: Dimensions whose values are derived from a setting that is not itself their list: the audit's
 #: repeats 1..k-1 from ``audit.repeats: k`` (repeat 0 is the main run). DVC's templating has no
 #: range (a ``foreach``/``matrix`` axis is a list, or a ``${...}`` naming one: "dvc.yaml",
-#: https://dvc.org/doc/user-guide/project-structure/dvcyaml-files#matrix), so ``sabre generate``
+#: https://dvc.org/doc/user-guide/project-structure/dvcyaml-files#matrix-stages), so ``sabre generate``
 #: writes their values into dvc.yaml's matrix and the ``recipes`` stage refuses a dvc.yaml made
 #: for other values (as for another ``dataset.source``); the Snakefile regenerates it.
 DERIVED: frozenset[str] = frozenset({"repeat"})
