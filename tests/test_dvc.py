@@ -217,7 +217,7 @@ def test_code_change_reruns_in_snakemake_what_dvc_would(work: Path) -> None:
     assert "recipes" in _changed(work)
     jobs = planned_jobs(out(smk(work, "-n", "all")))
     assert jobs["evaluate"] == len(models), jobs
-    # the prompt runs and the audit score their answers with the same code (issue 21)
+    # the prompt runs score their answers with the same code, the audit reads the traces again (issue 21)
     assert jobs["audit"] == len(models) and jobs["prompt_run"] == len(templates) * len(models), jobs
     assert "predict" not in jobs and "fetch" not in jobs
     ran = [s for s in dvc_ran(out(dvc(work, "repro"))) if s != "recipes"]

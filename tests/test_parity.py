@@ -72,7 +72,50 @@ def test_both_tools_plan_the_same_commands(project: Path) -> None:
     assert len(stages) == sum(smk_plan.values()) == len(jobs) + 1
     for model in params["models"]:  # stage names keyed by model and split, never by list index
         assert f"evaluate@{model}" in stages and all(f"predict@{model}-{s}" in stages for s in params["splits"])
-    assert {s.name for s in STAGES} | {"recipes"} == {name.split("@")[0] for name in stages}
+    # every stage with jobs here (audit_run has none while audit.repeats is 1)
+    assert {s.name for s in Pipeline(params, project).stages} | {"recipes"} == {name.split("@")[0] for name in stages}
+    assert {s.name for s in STAGES} - {s.name for s in Pipeline(params, project).stages} == {"audit_run"}
+
+
+def test_audit_repeats_are_a_dimension_with_no_job_while_the_audit_is_off() -> None:
+    """repeats: 1 (the default) adds no job and no DVC stage; repeats: 3 adds one audit_run job per
+    model and repeat 1..2, a DVC matrix over the repeats written out (DVC has no range), and the
+    per-model audit reads them; a dvc.yaml made for other repeats is stale."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert params["audit"]["repeats"] == 1
+    off = Pipeline(params, ROOT)
+    assert not [j for j in off.jobs() if j.stage.name == "audit_run"]
+    assert "audit_run" not in yaml.safe_load(render_dvc_yaml(off))["stages"]
+    audit_off = next(j for j in off.jobs() if j.name == f"audit@{off.models[0]}")
+    assert not [i for i in audit_off.inputs if i.startswith("results/audit/")]
+    on = Pipeline({**params, "audit": {**params["audit"], "repeats": 3}}, ROOT)
+    runs = [j.name for j in on.jobs() if j.stage.name == "audit_run"]
+    assert runs == [f"audit_run@{m}-{r}" for m in on.models for r in (1, 2)]
+    stage = yaml.safe_load(render_dvc_yaml(on))["stages"]["audit_run"]
+    assert stage["matrix"] == {"model": "${models}", "repeat": [1, 2]}
+    audit_on = next(j for j in on.jobs() if j.name == f"audit@{on.models[0]}")
+    assert [i for i in audit_on.inputs if i.startswith("results/audit/")] == [
+        f"results/audit/{on.models[0]}/r{r}.json" for r in (1, 2)
+    ]
+    # repeat 1's job reads no audit.repeats: its recipe is the same for 2 and 3 repeats
+    two = Pipeline({**params, "audit": {**params["audit"], "repeats": 2}}, ROOT)
+    job = {j.name: j for j in on.jobs()}[f"audit_run@{on.models[0]}-1"]
+    assert on.reads(job) == two.reads({j.name: j for j in two.jobs()}[job.name]) and "audit.repeats" not in on.reads(job)
+    assert render_dvc_yaml(on) != render_dvc_yaml(two) != render_dvc_yaml(off)
+
+
+@pytest.mark.slow  # plans with both tools
+def test_both_tools_plan_the_same_audit_repeats(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "repeats"
+    shutil.copytree(project, other, symlinks=True)
+    text = (other / "params.yaml").read_text(encoding="utf-8")
+    (other / "params.yaml").write_text(text.replace("  repeats: 1\n", "  repeats: 3\n", 1), encoding="utf-8")
+    subprocess.run([str(BIN / "sabre"), "generate"], cwd=other, capture_output=True, text=True, check=True)
+    plan, stages = dvc_plan(other)
+    assert snakemake_plan(other) == plan
+    models = yaml.safe_load(text)["models"]
+    assert sorted(s for s in stages if s.startswith("audit_run@")) == sorted(f"audit_run@{m}-{r}" for m in models for r in (1, 2))
+    assert sum(n for cmd, n in plan.items() if cmd[3:4] == ("audit-run",)) == 2 * len(models)
 
 
 def test_dvc_yaml_check_catches_an_edited_dvc_yaml(project: Path, tmp_path: Path) -> None:

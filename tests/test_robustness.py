@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from sabre_prior import cli
+from sabre_prior import contracts as C
 from sabre_prior.analysis.robustness import drift, served_versions, template_scores
 from sabre_prior.analysis.settings import AnalysisSettings
 from sabre_prior.errors import ConfigError
@@ -92,6 +93,13 @@ def _run(argv: list[str]) -> None:
     assert cli.main(argv) == 0
 
 
+def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The command fails (non-zero exit); its error text."""
+    capsys.readouterr()
+    assert cli.main(argv) != 0
+    return capsys.readouterr().err
+
+
 def test_prompt_runs_reuse_the_main_answers_and_pay_only_new_prompts(project: Path, server: FakeServer, capsys) -> None:
     for split in ("context", "attribute"):
         _run(["predict", "--model", "fake", "--split", split, "--no-progress"])
@@ -142,21 +150,41 @@ def test_served_versions_are_recorded_and_drift_is_seen(project: Path, server: F
     assert drift(versions)
 
 
-def test_audit_repeats_are_new_calls_and_repeat_zero_is_the_main_run(project: Path, server: FakeServer) -> None:
+def test_audit_repeats_are_new_calls_and_repeat_zero_is_the_main_run(
+    project: Path, server: FakeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     for split in ("context", "attribute"):
         _run(["predict", "--model", "fake", "--split", split, "--no-progress"])
     _run(["evaluate", "--predictions", "results/predictions/fake", "--params", "params.yaml",
           "--output", "results/metrics/fake.json", "--trace-dir", "results/traces/fake", "--usage", "results/usage/fake"])  # fmt: skip
     before = len(server.calls)
-    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    audit_cmd = ["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json"]
+    # the aggregation asks nothing: without the repeats' records it says which command makes them
+    assert "repeat 1 of the audit of model 'fake' not found: run `sabre audit-run --model fake --repeat 1`" in _fails(audit_cmd, capsys)
+    assert len(server.calls) == before
+    # one repeat per job (the pipeline's audit_run@fake-<r>), each with its own record and journal
+    for r in (1, 2):
+        _run(["audit-run", "--model", "fake", "--repeat", str(r), "--no-progress"])
+        assert len(server.calls) == before + r * 8  # 4 questions in each of two splits
+        record = json.loads((project / f"results/audit/fake/r{r}.json").read_text())
+        assert record["repeat"] == r and len(record["answers"]) == 8
+        assert {a["outcome"] for a in record["answers"].values()} <= set(C.OUTCOMES)
+    assert "--repeat 3: audit.repeats is 3 in params.yaml, so the repeats to ask are 1..2" in _fails(
+        ["audit-run", "--model", "fake", "--repeat", "3", "--no-progress"], capsys
+    )
+    _run(audit_cmd)
     assert len(server.calls) == before + 2 * 8  # repeats 1 and 2 of 4 questions in each of two splits
     audit = json.loads((project / "results/audit/fake.json").read_text())
     assert audit["enabled"] and audit["repeats"] == 3 and audit["questions"] == 8
     assert all(len(v) == 3 for v in audit["answers"].values())
     assert set(audit["usage"]) == {"r1", "r2"} and audit["usage"]["r1"]["context"]["calls"] == 4
     assert audit["served_in_repeats"] == {"fake-model-1-2026-01-01 / fp_fake0001": 16}
-    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    assert audit["nonanswer"] == {"nonanswer": 0, "questions": 3 * 8, "rate": 0.0}  # every repeat's answers counted
+    # every repeat again (no --repeat): all journal hits
+    _run(["audit-run", "--model", "fake", "--no-progress"])
+    _run(audit_cmd)
     assert len(server.calls) == before + 16, "repeats already in their journals are not paid again"
+    assert json.loads((project / "results/audit/fake.json").read_text()) == audit
 
 
 # -- pure statistics ------------------------------------------------------------------------------
@@ -209,7 +237,8 @@ def test_cost_is_split_by_template_and_repeat(project: Path, server: FakeServer)
     _run(["evaluate", "--predictions", "results/predictions/fake", "--params", "params.yaml",
           "--output", "results/metrics/fake.json", "--trace-dir", "results/traces/fake", "--usage", "results/usage/fake"])  # fmt: skip
     _run(["prompt-run", "--template", "format_v1", "--model", "fake", "--outdir", "results/prompts/format_v1/fake", "--no-progress"])
-    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json", "--no-progress"])
+    _run(["audit-run", "--model", "fake", "--no-progress"])
+    _run(["audit", "--model", "fake", "--traces-dir", "results/traces/fake", "--output", "results/audit/fake.json"])
     _run(["stability", "--prompts-dir", "results/prompts", "--outdir", "results/tables"])
     import csv
 
@@ -225,3 +254,32 @@ def test_cost_is_split_by_template_and_repeat(project: Path, server: FakeServer)
     assert all(float(r["estimated_cost_usd"]) > 0 for r in rows)
     stability_md = (project / "results/tables/stability.md").read_text()
     assert "| fake-model-1-2026-01-01 / fp_fake0001 (29) |" in stability_md  # 13 main + 16 audit answers, no drift
+
+
+def test_stability_flags_a_model_whose_audited_answers_are_non_answers(tmp_path: Path) -> None:
+    """A non-answer in one repeat and an answer in another reads as a flip: the row says how many there were."""
+    import csv
+
+    from sabre_prior.analysis.robustness import write_stability
+    from sabre_prior.io_utils import write_json
+    from sabre_prior.report.flags import block
+
+    params = {"models": {"steady": {"display_name": "Steady"}, "failing": {"display_name": "Failing"}},
+              "splits": ["attribute"], "prompt": {"templates": ["screening_v1"]},
+              "analysis": {"report": {"max_nonanswer_rate": 0.05}}}  # fmt: skip
+    for model, nonanswer in (("steady", 0), ("failing", 9)):
+        write_json(tmp_path / "audit" / f"{model}.json", {
+            "enabled": True, "repeats": 3, "questions": 20, "flipped": 9 if nonanswer else 0, "template": "screening_v1",
+            "flip_rate": {"estimate": nonanswer / 20, "low": 0.0, "high": 0.7},
+            "accuracy": {"mean": 0.5, "sd": 0.0, "min": 0.5, "max": 0.5}, "served_in_repeats": {}, "usage": {},
+            "nonanswer": block(nonanswer, 60),
+        })  # fmt: skip
+        write_json(tmp_path / "usage" / model / "attribute.json", {"calls": 20, "template": "screening_v1"})
+    write_stability(params, tmp_path / "audit", tmp_path / "usage", tmp_path / "tables")
+    md = (tmp_path / "tables" / "stability.md").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| Failing") or line.startswith("| Steady")}
+    assert "†" in rows["Failing"] and "†" not in rows["Steady"]
+    assert "Failing audit (every repeat) 9 of 60 non-answers (15.0%)" in md and "Steady audit" not in md
+    table = {r["model"]: r for r in csv.DictReader((tmp_path / "tables" / "stability.csv").open())}
+    assert (table["failing"]["nonanswer"], table["failing"]["answers"], table["failing"]["nonanswer_flag"]) == ("9", "60", "true")
+    assert table["steady"]["nonanswer_flag"] == "false"

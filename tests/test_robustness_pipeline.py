@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from dvc_helpers import copy_tree, dvc, dvc_ran, out, planned_jobs, smk, timed
-from project import BIN
+from project import BIN, run
 
 pytestmark = pytest.mark.slow
 
@@ -65,18 +65,53 @@ def test_dvc_repro_after_adding_a_template_runs_only_its_stages(work: Path) -> N
     assert planned_jobs(out(smk(work, "-n", "all"))) == {}  # Snakemake agrees afterwards
 
 
-def test_adding_repeats_reruns_only_the_audit_in_both(work: Path) -> None:
+def _repeats_planned(output: str) -> set[str]:
+    """The (model, repeat) of every audit_run job in a Snakemake dry run ("wildcards: model=m, repeat=r")."""
+    return {f"{m}-{r}" for m, r in re.findall(r"rule audit_run:.*?wildcards: model=(\w+), repeat=(\d+)", output, re.S)}
+
+
+def test_snakemake_after_raising_repeats_runs_only_the_new_repeats_jobs(work: Path) -> None:
+    """Repeat r is a job of its own (audit_run, wildcard `repeat`): 1 -> 2 -> 3 adds one job per model each time."""
+    models = _models(work)
     _edit(work, *ADD_REPEATS)
-    jobs = planned_jobs(out(smk(work, "-n", "all")))
-    assert jobs == {"audit": len(_models(work)), "stability": 1, "html_report": 1, "recipes": 1}, jobs
-    proc = dvc(work, "repro")
-    ran = dvc_ran(out(proc))
-    assert sorted(ran) == sorted([*(f"audit@{m}" for m in _models(work)), "stability", "html_report", "recipes"])
-    assert planned_jobs(out(smk(work, "-n", "all"))) == {}
+    dry = out(smk(work, "-n", "all"))
+    assert planned_jobs(dry) == {"audit_run": len(models), "audit": len(models), "stability": 1, "html_report": 1, "recipes": 1}
+    assert _repeats_planned(dry) == {f"{m}-1" for m in models}
+    assert _repeats_planned(out(smk(work, "--cores", "2", "all"))) == {f"{m}-1" for m in models}
+    first = {m: (work / f"results/audit/{m}/r1.json").read_bytes() for m in models}
+    _edit(work, "  repeats: 2\n", "  repeats: 3\n")
+    dry = out(smk(work, "-n", "all"))
+    # only repeat 2's jobs and what reads them; repeat 1's jobs do not read audit.repeats
+    assert planned_jobs(dry) == {"audit_run": len(models), "audit": len(models), "stability": 1, "html_report": 1, "recipes": 1}
+    assert _repeats_planned(dry) == {f"{m}-2" for m in models}
+    assert _repeats_planned(out(smk(work, "--cores", "2", "all"))) == {f"{m}-2" for m in models}  # what ran
+    assert {m: (work / f"results/audit/{m}/r1.json").read_bytes() for m in models} == first
     audit = json.loads((work / "results/audit/random.json").read_text())
-    assert audit["enabled"] and audit["repeats"] == 2
-    stability = (work / "results/tables/stability.md").read_text()
-    assert re.search(r"\| Random \| 2 x \d+ \|", stability), stability
+    assert audit["enabled"] and audit["repeats"] == 3 and set(audit["usage"]) == {"r1", "r2"}
+    assert all(len(v) == 3 for v in audit["answers"].values())
+    assert re.search(r"\| Random \| 3 x \d+ \|", (work / "results/tables/stability.md").read_text())
+    assert UP_TO_DATE in dvc(work, "status").stdout  # the Snakefile wrote dvc.yaml for 3 repeats and recorded the run
+
+
+def test_dvc_repro_after_raising_repeats_runs_only_the_new_repeats_stages(work: Path) -> None:
+    models = _models(work)
+    _edit(work, *ADD_REPEATS)
+    # dvc.yaml lists the repeats (DVC's matrix takes a list, not a range): a stale one is refused
+    refused = dvc(work, "repro", check=False)
+    assert refused.returncode != 0 and "run `sabre generate`, then `dvc repro` again" in out(refused)
+    run([str(BIN / "sabre"), "generate"], work)
+    ran = dvc_ran(out(dvc(work, "repro")))
+    assert sorted(ran) == sorted([*(f"audit_run@{m}-1" for m in models), *(f"audit@{m}" for m in models),
+                                  "stability", "html_report", "recipes"])  # fmt: skip
+    _edit(work, "  repeats: 2\n", "  repeats: 3\n")
+    run([str(BIN / "sabre"), "generate"], work)
+    proc, seconds = timed([str(BIN / "dvc"), "repro"], work)
+    ran = dvc_ran(out(proc))
+    print(f"\ndvc repro after raising audit.repeats 2 -> 3: {len(ran)} stages in {seconds:.1f} s: {', '.join(ran)}")
+    assert sorted(ran) == sorted([*(f"audit_run@{m}-2" for m in models), *(f"audit@{m}" for m in models),
+                                  "stability", "html_report", "recipes"])  # fmt: skip
+    assert json.loads((work / "results/audit/random.json").read_text())["repeats"] == 3
+    assert planned_jobs(out(smk(work, "-n", "all"))) == {}  # Snakemake agrees afterwards
 
 
 def test_main_table_is_the_same_with_the_robustness_demo(work: Path) -> None:

@@ -307,14 +307,15 @@ def test_intervals_in_md_tex_and_ci_csv(tmp_path: Path) -> None:
     tex = (tmp_path / "ci" / "main_results.tex").read_text()
     assert r"Claude 4.6 & \textbf{10.0} [1.0, 20.0] & 40.0 [31.0, 50.0] &" in tex
     ci = read_csv(tmp_path / "ci" / "main_results_ci.csv")
-    assert ci[0] == ["model", "split", "estimate", "low", "high"]
+    assert ci[0] == ["model", "split", "estimate", "low", "high", "nonanswer", "questions", "flagged"]
     assert len(ci) == 1 + 5 * len(PAPER)
+    # these metrics count no outcomes: the flag columns are empty (nothing to flag, nothing claimed)
     assert ci[1:6] == [
-        ["claude", "context", "10.0", "1.0", "20.0"],
-        ["claude", "texture", "40.0", "31.0", "50.0"],
-        ["claude", "attribute", "17.0", "8.0", "27.0"],
-        ["claude", "language", "58.0", "49.0", "68.0"],
-        ["claude", "macro", "31.3", "26.3", "36.3"],
+        ["claude", "context", "10.0", "1.0", "20.0", "", "", ""],
+        ["claude", "texture", "40.0", "31.0", "50.0", "", "", ""],
+        ["claude", "attribute", "17.0", "8.0", "27.0", "", "", ""],
+        ["claude", "language", "58.0", "49.0", "68.0", "", "", ""],
+        ["claude", "macro", "31.3", "26.3", "36.3", "", "", ""],
     ]
     # A later run without intervals removes the stale CI file.
     write_main_tables(params, tmp_path / "metrics", tmp_path / "ci", data_dir=fetched(tmp_path))

@@ -1,21 +1,22 @@
-"""``sabre audit``: the API stability audit's run, statistics and command (issue 21; docs/stability.md).
+"""``sabre audit``: the API stability audit's statistics per model (issue 21; docs/stability.md).
 
-See :mod:`sabre_prior.inference.audit` for the settings and the audited subset.  A module of its own
-(registered in :data:`sabre_prior.cli.COMMANDS`): it runs the models and reads traces, so only the
-audit stage depends on both the inference and the analysis code.
+See :mod:`sabre_prior.inference.audit` for the settings and the audited subset, and
+:mod:`sabre_prior.audit_run` (``sabre audit-run``, the ``audit_run`` stage: one job per model and
+repeat) for the repeats' answers.  This module asks nothing: it reads repeat 0 from the main traces
+and repeats 1..k-1 from their records, and computes the flip rate and the accuracy across repeats.
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import contracts as C
 from .cliargs import add_params
-from .inference.audit import audit_journal_dir, audit_settings, select_subset
+from .inference.audit import audit_settings, select_subset
+from .report import flags
 
 
 # ---------------------------------------------------------------------------
@@ -52,70 +53,66 @@ def stability(answers: Mapping[str, Sequence[Mapping[str, Any]]], resamples: int
 
 
 # ---------------------------------------------------------------------------
-# The run
+# The aggregation: repeat 0 (the main traces) and the repeats' records
 # ---------------------------------------------------------------------------
 def run_audit(
     model: str,
-    settings: Mapping[str, Any],
     params: Mapping[str, Any],
     data_dir: Path,
     traces_dir: Path,
-    *,
-    journal_root: Path = Path("."),
-    progress: bool = False,
+    runs_dir: Path,
 ) -> dict[str, Any]:
-    """Ask the audited subset again for repeats 1..k-1 and compare with repeat 0 (the main traces)."""
+    """Compare the audited subset's answers across repeat 0 (the main traces) and repeats 1..k-1
+    (``<runs_dir>/r<r>.json``, each written by ``sabre audit-run``: :mod:`sabre_prior.audit_run`).
+    Asks nothing: a missing or stale repeat is an error naming its file and the command that makes it."""
     from .analysis.settings import analysis_settings
     from .analysis.traces import read_trace
     from .config import prompt_templates
     from .data.parquet import read_rows
+    from .errors import DataError
     from .io_utils import read_json_file
-    from .scoring.evaluate import read_predictions, trace_rows, usage_ids
-    from .inference.predict import predict_split
 
     audit = audit_settings(params)
     splits = list(params["splits"])
-    usage_by_repeat: dict[str, dict[str, Any]] = {}
     template = prompt_templates(params)[0]
     answers: dict[str, list[dict[str, Any]]] = {}
     subsets: dict[str, list[str]] = {}
-    served: dict[str, int] = {}
+    nonanswer = 0  # over every repeat's audited answers (a failed repeat reads as a flip)
     for split in splits:
-        data = data_dir / f"{split}.parquet"
-        rows = read_rows(data)
-        ids = select_subset(rows, split, audit) if audit.enabled else set()
-        subsets[split] = sorted(ids)
+        rows = read_rows(data_dir / f"{split}.parquet")
+        subsets[split] = sorted(select_subset(rows, split, audit)) if audit.enabled else []
         main = {t["id"]: t for t in read_trace(traces_dir / f"{split}.jsonl", split)}
         for qid in subsets[split]:
             t = main[qid]
             answers[f"{split}/{qid}"] = [{"answer": None if t["missing"] else t["normalized_prediction"], "correct": t["correct"]}]
-        sub_rows = [r for r in rows if str(r[C.COL_ID]) in ids]
-        for r in range(1, audit.repeats):
-            with tempfile.TemporaryDirectory() as tmp:
-                pred_path, usage = Path(tmp) / f"{split}.jsonl", Path(tmp) / f"{split}.usage.json"
-                predict_split(
-                    model, settings, split, data, pred_path, template=template, progress=progress,
-                    usage_output=usage,
-                    run_log_output=Path(C.LOGS_DIR) / "usage" / "audit" / f"r{r}" / model / f"{split}.json",
-                    journal_dir=audit_journal_dir(r, journal_root), repeat=r, only_ids=ids,
-                )  # fmt: skip
-                preds = read_predictions(pred_path, ids)
-                traces = trace_rows(
-                    sub_rows, preds, split, data,
-                    refused=usage_ids(usage, "refused_ids"), truncated=usage_ids(usage, "truncated_ids"),
-                )  # fmt: skip
-                summary = read_json_file(usage, missing="usage summary not found")
-            usage_by_repeat.setdefault(f"r{r}", {})[split] = {
-                k: summary.get(k) for k in ("calls", "billed_input_tokens", "billed_output_tokens", "estimated_cost_usd")
-            }
-            for t in traces:
-                answers[f"{split}/{t['id']}"].append(
-                    {"answer": None if t["missing"] else t["normalized_prediction"], "correct": t["correct"]}
+            nonanswer += t["outcome"] in C.NON_ANSWERS
+    usage_by_repeat: dict[str, dict[str, Any]] = {}
+    served: dict[str, int] = {}
+    for r in range(1, audit.repeats):
+        path = Path(runs_dir) / f"r{r}.json"
+        fix = f"run `sabre audit-run --model {model} --repeat {r}` (or the pipeline)"
+        run = read_json_file(path, missing=f"repeat {r} of the audit of model {model!r} not found: {fix}", error=DataError)
+        if not isinstance(run, Mapping):
+            raise DataError(f"{path}: top level must be a JSON object")
+        for field, want in (("model", model), ("repeat", r), ("template", template), ("subset", subsets)):
+            if run.get(field) != want:
+                raise DataError(
+                    f"{path}: field {field!r} is not this audit's ({field} of params.yaml and the data now): "
+                    f"the repeat is stale, {fix}"
                 )
-            for version, n in (summary.get("served") or {}).items():
-                served[version] = served.get(version, 0) + int(n)
+        got = run.get("answers")
+        if not isinstance(got, Mapping) or set(got) != set(answers):
+            raise DataError(f"{path}: field 'answers' does not hold exactly the audited questions: {fix}")
+        usage_by_repeat[f"r{r}"] = dict(run.get("usage") or {})
+        for key, entry in got.items():
+            answers[key].append({"answer": entry["answer"], "correct": entry["correct"]})
+            nonanswer += entry.get("outcome") in C.NON_ANSWERS
+        for version, n in (run.get("served") or {}).items():
+            served[version] = served.get(version, 0) + int(n)
     a = analysis_settings(params)
-    result = {
+    # while the audit is off there is nothing to count (and the record stays what it was)
+    counts = {"nonanswer": flags.block(nonanswer, sum(len(v) for v in answers.values()))} if audit.enabled else {}
+    return {
         "model": model,
         "enabled": audit.enabled,
         "repeats": audit.repeats,
@@ -127,27 +124,22 @@ def run_audit(
         "served_in_repeats": dict(sorted(served.items())),
         "usage": usage_by_repeat,
         "answers": {k: [x["answer"] for x in v] for k, v in sorted(answers.items())},
+        **counts,
     }
-    return result
 
 
 # ---------------------------------------------------------------------------
 # audit (API stability)
 # ---------------------------------------------------------------------------
 def _audit(args: argparse.Namespace) -> int:
+    from .audit_run import RUNS_DIR
     from .config import load_params, model_settings
     from .io_utils import write_json
-    
 
     params = load_params(args.params)
-    result = run_audit(
-        args.model,
-        model_settings(params, args.model, args.params),
-        params,
-        Path(args.data),
-        Path(args.traces_dir),
-        progress=not args.no_progress,
-    )
+    model_settings(params, args.model, args.params)  # the model must be configured
+    runs_dir = Path(args.runs_dir) if args.runs_dir else Path(RUNS_DIR) / args.model
+    result = run_audit(args.model, params, Path(args.data), Path(args.traces_dir), runs_dir)
     write_json(Path(args.output), result)
     if result["enabled"]:
         flip = result["flip_rate"]
@@ -158,16 +150,18 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _p_audit(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="API stability audit: re-ask a fixed subset audit.repeats - 1 times (repeat 0 is the main run)")
+    p = sub.add_parser(
+        "audit",
+        help="API stability audit of one model: the flip rate and accuracy across repeat 0 (the main run) "
+        "and repeats 1..audit.repeats-1 (sabre audit-run)",
+    )
     p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
     p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
     p.add_argument("--traces-dir", required=True, help="the model's main traces (repeat 0)")
+    p.add_argument("--runs-dir", help="the model's repeats r<r>.json from `sabre audit-run` (default: results/audit/<model>)")
     p.add_argument("--output", required=True, help="the audit JSON to write")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_params(p)
     p.set_defaults(func=_audit)
-
-
 
 
 #: Subcommand registrars.

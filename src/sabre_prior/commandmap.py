@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "paper-compare": "analysis.commands",
     "report": "analysis.commands",
     "prompt-sensitivity": "analysis.commands",
+    "audit-run": "audit_run",
     "audit": "audit",
     "stability": "analysis.commands",
     "manifest": "repro.commands",

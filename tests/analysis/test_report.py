@@ -182,15 +182,29 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             md = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in
                   (report.parents[2] / "results/tables/main_results.md").read_text().splitlines()[2:7]]  # fmt: skip
             shown = [rows.nth(i).inner_text().split("\t") for i in range(5)]
-            assert [r[1:] for r in shown] == [[c.replace("**", "").replace("†", "") for c in r[1:]] for r in md]
+            # (the flags aside: this fixture's metrics count no outcomes, so main_results.md has none)
+            assert [[c.replace("†", "") for c in r[1:]] for r in shown] == [[c.replace("**", "").replace("†", "") for c in r[1:]] for r in md]
             assert shown[0][1:] == ["100.0 [100.0, 100.0]"] * 5
             mixed = shown[3]
-            # the mixed model leaves questions without a prediction (failed): flagged beside the value
-            assert mixed[0] == "Mixed" and mixed[1].startswith("50.0 [") and mixed[5].startswith("43.8 [")
+            # the mixed model leaves questions without a prediction (failed): flagged beside the value,
+            # counted in the note under the table (report.flags, as main_results.md's footnote)
+            assert mixed[0] == "Mixed" and mixed[1].startswith("50.0† [") and mixed[5].replace("†", "").startswith("43.8 [")
+            # a value flagged by report.flags (from the intervals' counts) carries the flag, the others none
+            flagged_cells = rows.evaluate_all("rs => rs.map(r => [...r.children].slice(1).map(td => td.dataset.flagged === 'true'))")
+            keys = rows.evaluate_all("rs => rs.map(r => r.dataset.model)")
+            nonanswers = _data(report)["nonanswers"]
+            assert flagged_cells == [[nonanswers[k][c]["flagged"] for c in [*C.SPLITS, "macro"]] for k in keys]
+            assert flagged_cells == [["†" in c for c in r[1:]] for r in shown] and any(map(any, flagged_cells))
+            assert "Mixed context " in page.inner_text("#main-note") and " non-answers (" in page.inner_text("#main-note")
             assert page.locator("#flags").is_visible() and "Mixed / context" in page.locator("#flags").inner_text()
+            # every table with a row of the flagged model and split: the row flagged, the count beside the name
+            for table in ("#parse-table", "#pairs-table"):
+                assert page.locator(f"{table} tbody tr.flagged").count() >= 1
+                assert "non-answers" in page.locator(f"{table} tbody tr.flagged .flag").first.inner_text()
+            assert page.locator("#comparison-table tbody tr.flagged").count() >= 1
             assert page.locator("#failure-table tbody tr.flagged").count() >= 1
             bold = rows.evaluate_all("rs => rs.map(r => [...r.children].slice(1).map(td => td.classList.contains('best')))")
-            assert bold == [[c.startswith("**") for c in r[1:]] for r in md]  # (the flags: in the box below)
+            assert bold == [[c.startswith("**") for c in r[1:]] for r in md]
             # every bold cell is a unique best (oracle and chatty share 100.0 on some columns: not bold)
             assert not any(b for r in bold for b in r) or all(sum(col) == 1 for col in zip(*bold) if any(col))
             heads = page.locator("#main-table thead th").all_inner_texts()

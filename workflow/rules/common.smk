@@ -9,12 +9,15 @@ from sabre_prior.report.style import caption_path
 SPLITS = PIPELINE.pipeline.splits
 MODELS = PIPELINE.pipeline.models
 TEMPLATES = PIPELINE.pipeline.templates
+# the audit's repeats 1..audit.repeats-1 (repeat 0 is the main run; none while the audit is off)
+REPEATS = PIPELINE.pipeline.repeats
 
 
 wildcard_constraints:
     split="|".join(SPLITS),
     model="|".join(MODELS),
     template="|".join(PIPELINE.pipeline.templates),
+    repeat="|".join(REPEATS) or "(?!)",
 
 
 def stage_inputs(name):

@@ -3,7 +3,12 @@
 
 # Numbers you can trust: the prompt-sensitivity runs (one job per template and model, all splits;
 # the `template` wildcard takes the values of prompt.templates), the API stability audit (one job
-# per model) and their tables (docs/prompts.md, docs/stability.md).
+# per model and repeat, the `repeat` wildcard taking 1..audit.repeats-1; none while it is 1; then
+# one aggregation per model) and their tables (docs/prompts.md, docs/stability.md).
+
+# never submitted to a cluster
+localrules:
+    audit,
 
 
 rule prompt_run:
@@ -28,20 +33,37 @@ rule prompt_run:
         "sabre --log {log} prompt-run --template {wildcards.template} --model {wildcards.model} --data data/parquet --outdir results/prompts/{wildcards.template}/{wildcards.model}"
 
 
+rule audit_run:
+    input:
+        # data/parquet/{every split}.parquet
+        # .sabre/recipes/audit_run/{model}/{repeat}.json (the job's recipe)
+        # ancient() when the job is proven up to date, else with a fresh gate (dagsync.Plan.job_inputs)
+        stage_inputs("audit_run"),
+    output:
+        "results/audit/{model}/r{repeat}.json",
+    resources:
+        api_jobs=lambda wc: int(backend_kind(config["models"][wc.model].get("backend")) == "api"),
+    log:
+        "results/logs/audit_run/{model}/{repeat}.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre --log {log} audit-run --model {wildcards.model} --repeat {wildcards.repeat} --data data/parquet --output results/audit/{wildcards.model}/r{wildcards.repeat}.json"
+
+
 rule audit:
     input:
         # data/parquet/{every split}.parquet
         # results/traces/{model}/{every split}.jsonl
+        # results/audit/{model}/r{every repeat}.json
         # .sabre/recipes/audit/{model}.json (the job's recipe)
         # ancient() when the job is proven up to date, else with a fresh gate (dagsync.Plan.job_inputs)
         stage_inputs("audit"),
     output:
         "results/audit/{model}.json",
-    resources:
-        api_jobs=lambda wc: int(backend_kind(config["models"][wc.model].get("backend")) == "api"),
     log:
         "results/logs/audit/{model}.log",
     conda:
         "../../environment.yml"
     shell:
-        "sabre --log {log} audit --model {wildcards.model} --data data/parquet --traces-dir results/traces/{wildcards.model} --output results/audit/{wildcards.model}.json"
+        "sabre --log {log} audit --model {wildcards.model} --data data/parquet --traces-dir results/traces/{wildcards.model} --runs-dir results/audit/{wildcards.model} --output results/audit/{wildcards.model}.json"

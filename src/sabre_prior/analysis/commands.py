@@ -77,13 +77,19 @@ def _p_intervals(sub: _Sub) -> None:
 
 # ---------------------------------------------------------------------------
 def _compare(args: argparse.Namespace) -> int:
+    from ..report.flags import max_nonanswer_rate, trace_blocks
     from .comparison import compare_models, write_comparison
-    from .traces import model_outcomes
+    from .traces import read_model_traces, unit_outcomes
 
     params, settings = _load(args)
-    outcomes = {m: model_outcomes(Path(args.traces_dir) / m, params["splits"]) for m in params["models"]}
+    traces = {m: read_model_traces(Path(args.traces_dir) / m, params["splits"]) for m in params["models"]}
+    outcomes = {
+        m: {s: unit_outcomes(rows, s, str(Path(args.traces_dir) / m / f"{s}.jsonl")) for s, rows in per.items()}
+        for m, per in traces.items()
+    }
     rows = compare_models(outcomes, params["splits"], settings)
-    for path in write_comparison(rows, args.outdir, _names(params), settings):
+    nonanswers = {m: trace_blocks(per) for m, per in traces.items()}
+    for path in write_comparison(rows, args.outdir, _names(params), settings, nonanswers, max_nonanswer_rate(params)):
         print(path)
     return 0
 
@@ -104,6 +110,7 @@ def _p_compare(sub: _Sub) -> None:
 # ---------------------------------------------------------------------------
 def _diagnose(args: argparse.Namespace) -> int:
     from ..data.parquet import data_identity, read_rows
+    from ..report.flags import max_nonanswer_rate
     from ..report.style import model_styles
     from .diagnostics import model_diagnostics, write_diagnostics
     from .traces import read_model_traces
@@ -114,7 +121,8 @@ def _diagnose(args: argparse.Namespace) -> int:
     data = {s: read_rows(Path(args.data) / f"{s}.parquet") for s in splits if s in ("attribute", "language")}
     diag = {m: model_diagnostics(read_model_traces(Path(args.traces_dir) / m, splits), data) for m in params["models"]}
     written = write_diagnostics(
-        diag, _names(params), args.tables_dir, args.figures_dir, args.json, identity.label, model_styles(params["models"])
+        diag, _names(params), args.tables_dir, args.figures_dir, args.json, identity.label, model_styles(params["models"]),
+        max_nonanswer_rate(params),
     )
     for path in written:
         print(path)

@@ -7,7 +7,10 @@ two-sided bootstrap p-value (McNemar needs a single split).  ``p_holm``
 adjusts all p-values of the table together (Holm).
 
 Outputs ``results/tables/model_comparison.{md,csv}``; differences are in
-percentage points.
+percentage points.  A model and split whose non-answer rate exceeds
+``analysis.report.max_nonanswer_rate`` is flagged (:mod:`sabre_prior.report.flags`): ``†`` beside
+its accuracy with the count in the block's footnote, and ``nonanswer_a``/``questions_a``/``flagged_a``
+(and ``_b``) in the CSV.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .. import contracts as C
 from ..errors import DataError
 from ..formatting import format_p, format_percent, md_table, write_csv
 from ..io_utils import write_text
+from ..report import flags
 from .settings import AnalysisSettings
 from .stats import (
     bootstrap_p_value,
@@ -53,7 +57,15 @@ CSV_COLUMNS: tuple[str, ...] = (
     "test",
     "p_value",
     "p_holm",
+    "nonanswer_a",
+    "questions_a",
+    "flagged_a",
+    "nonanswer_b",
+    "questions_b",
+    "flagged_b",
 )
+#: model -> split or ``macro`` -> :func:`sabre_prior.report.flags.block` (from the traces: flags.trace_blocks)
+NonAnswers = Mapping[str, Mapping[str, Mapping[str, Any]]]
 MCNEMAR = "mcnemar_exact"
 BOOTSTRAP = "paired_bootstrap"
 
@@ -141,21 +153,48 @@ def _pp(x: float) -> float:
     return round(100.0 * x, 2)
 
 
-def csv_rows(rows: Sequence[Comparison]) -> list[dict[str, Any]]:
-    """Rows for the CSV: accuracies and differences in percent / percentage points."""
+def _flag_cells(nonanswers: NonAnswers | None, model: str, split: str, threshold: float, side: str) -> dict[str, Any]:
+    b = ((nonanswers or {}).get(model) or {}).get(split)
+    if b is None:
+        return {}
+    return {f"nonanswer_{side}": b["nonanswer"], f"questions_{side}": b["questions"], f"flagged_{side}": flags.flagged(b, threshold)}
+
+
+def csv_rows(
+    rows: Sequence[Comparison], nonanswers: NonAnswers | None = None, threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE
+) -> list[dict[str, Any]]:
+    """Rows for the CSV: accuracies and differences in percent / percentage points, each model's non-answers."""
     return [
         {
             "model_a": r.model_a, "model_b": r.model_b, "split": r.split, "n": r.n,
             "accuracy_a": _pp(r.accuracy_a), "accuracy_b": _pp(r.accuracy_b), "difference": _pp(r.difference),
             "low": _pp(r.low), "high": _pp(r.high), "a_only": r.a_only, "b_only": r.b_only,
             "test": r.test, "p_value": round(r.p_value, 6), "p_holm": round(r.p_holm, 6),
+            **_flag_cells(nonanswers, r.model_a, r.split, threshold, "a"),
+            **_flag_cells(nonanswers, r.model_b, r.split, threshold, "b"),
         }
         for r in rows
     ]  # fmt: skip
 
 
-def markdown(rows: Sequence[Comparison], names: Mapping[str, str], confidence: float, resamples: int) -> str:
-    """The comparison table as Markdown, one block per pair of models."""
+def markdown(
+    rows: Sequence[Comparison],
+    names: Mapping[str, str],
+    confidence: float,
+    resamples: int,
+    nonanswers: NonAnswers | None = None,
+    threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE,
+) -> str:
+    """The comparison table as Markdown, one block per pair of models (a flagged accuracy: ``†``,
+    counted in the block's footnote)."""
+
+    def nonans(model: str, split: str) -> Mapping[str, Any] | None:
+        return ((nonanswers or {}).get(model) or {}).get(split)
+
+    def acc(model: str, r: Comparison, value: float) -> str:
+        mark = flags.mark(nonans(model, r.split), threshold)
+        return _pp_text(value) + (f" {mark}" if mark else "")
+
     level = f"{100 * confidence:g}%"
     head = [
         "# Paired model comparison",
@@ -179,21 +218,32 @@ def markdown(rows: Sequence[Comparison], names: Mapping[str, str], confidence: f
         out.append(f"## A = {names.get(a, a)}, B = {names.get(b, b)}")
         out.append("")
         body = [
-            [r.split, r.n, _pp_text(r.accuracy_a), _pp_text(r.accuracy_b), _pp_text(r.difference, signed=True),
+            [r.split, r.n, acc(a, r, r.accuracy_a), acc(b, r, r.accuracy_b), _pp_text(r.difference, signed=True),
              f"[{_pp_text(r.low, signed=True)}, {_pp_text(r.high, signed=True)}]", "-" if r.a_only is None else r.a_only,
              "-" if r.b_only is None else r.b_only, format_p(r.p_value), format_p(r.p_holm)]
             for r in block
         ]  # fmt: skip
         out.append(md_table(header, body))
+        note = flags.footnote(
+            ((names.get(m, m), r.split, nonans(m, r.split)) for r in block for m in (a, b)),
+            threshold,
+        )
+        if note:
+            out += [note, ""]
     return "\n".join(out)
 
 
 def write_comparison(
-    rows: Sequence[Comparison], outdir: str | Path, names: Mapping[str, str], settings: AnalysisSettings
+    rows: Sequence[Comparison],
+    outdir: str | Path,
+    names: Mapping[str, str],
+    settings: AnalysisSettings,
+    nonanswers: NonAnswers | None = None,
+    threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE,
 ) -> list[Path]:
-    """Write ``model_comparison.md`` and ``model_comparison.csv`` into ``outdir``."""
+    """Write ``model_comparison.md`` and ``model_comparison.csv`` into ``outdir`` (flags above ``threshold``)."""
     out = Path(outdir)
     md, csv = out / "model_comparison.md", out / "model_comparison.csv"
-    write_text(md, markdown(rows, names, settings.confidence, settings.resamples))
-    write_csv(csv, CSV_COLUMNS, csv_rows(rows))
+    write_text(md, markdown(rows, names, settings.confidence, settings.resamples, nonanswers, threshold))
+    write_csv(csv, CSV_COLUMNS, csv_rows(rows, nonanswers, threshold))
     return [md, csv]

@@ -16,6 +16,11 @@
   "cannot be determined" option, where the data gives them.
 * Parse failures per split: answered, but the contract's extractor found no
   valid answer (kept apart from wrong answers and from missing ones).
+
+Every row belongs to one model and split: a split whose non-answer rate exceeds
+``analysis.report.max_nonanswer_rate`` is flagged in every table (:mod:`sabre_prior.report.flags`):
+``†`` beside the model in the Markdown with the count in the table's footnote, and the split's
+``nonanswer``, ``questions`` and ``flagged`` columns in each CSV.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from .. import contracts as C
 from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
 from ..scoring.pairs import group_pairs, pair_correct
+from ..report import flags
 from ..report.style import ModelStyle
 from .traces import Trace
 
@@ -222,7 +228,7 @@ def model_diagnostics(
     """Diagnostics of one model: ``{split: {...}}`` for every split in ``traces``."""
     out: dict[str, Any] = {}
     for split, rows in traces.items():
-        entry: dict[str, Any] = {"parsing": parsing_stats(rows)}
+        entry: dict[str, Any] = {"parsing": parsing_stats(rows), "nonanswer": flags.trace_blocks({split: rows})[split]}
         if split in C.PAIRED_SPLITS:
             classes = pair_classes(rows, split)
             entry["probes"] = probe_stats(rows, split)
@@ -248,34 +254,48 @@ def _num(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def table_rows(diag: Mapping[str, Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """CSV rows of every diagnostics table (fractions 0-1, errors in counts)."""
+def _flag_columns(e: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+    """The split's non-answers, its questions and whether it is flagged (report.flags)."""
+    b = e.get("nonanswer")
+    if b is None:  # diagnostics written before the flags
+        return {"nonanswer": None, "questions": None, "flagged": None}
+    return {"nonanswer": b["nonanswer"], "questions": b["questions"], "flagged": flags.flagged(b, threshold)}
+
+
+def table_rows(
+    diag: Mapping[str, Mapping[str, Any]], threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE
+) -> dict[str, list[dict[str, Any]]]:
+    """CSV rows of every diagnostics table (fractions 0-1, errors in counts), each with its split's flag columns."""
     t: dict[str, list[dict[str, Any]]] = {k: [] for k in ("pairs", "probes", "attribute", "language", "parsing")}
     for model, splits in diag.items():
         for split, e in splits.items():
-            t["parsing"].append({"model": model, "split": split, **e["parsing"]})
+            fl = _flag_columns(e, threshold)
+            t["parsing"].append({"model": model, "split": split, **e["parsing"], "nonanswer": fl["nonanswer"], "flagged": fl["flagged"]})
             if "pair_class_counts" in e:
                 t["pairs"].append({"model": model, "split": split, "pairs": e["pairs"], **e["pair_class_counts"],
-                                   "yes_rate": _num(e["yes_rate"]), "no_rate": _num(e["no_rate"])})  # fmt: skip
+                                   "yes_rate": _num(e["yes_rate"]), "no_rate": _num(e["no_rate"]), **fl})  # fmt: skip
                 for probe, s in e["probes"].items():
                     t["probes"].append({"model": model, "split": split, "probe": probe, "n": s["n"],
-                                        "accuracy": _num(s["accuracy"]), "yes_rate": _num(s["yes_rate"])})  # fmt: skip
+                                        "accuracy": _num(s["accuracy"]), "yes_rate": _num(s["yes_rate"]), **fl})  # fmt: skip
             if "attribute" in e:
                 a = e["attribute"]
                 t["attribute"].append(
-                    {"model": model, **{k: _num(v) if isinstance(v, float) else v for k, v in a.items()}}
+                    {"model": model, **{k: _num(v) if isinstance(v, float) else v for k, v in a.items()}, **fl}
                 )
             if "language" in e:
                 lang = e["language"]
                 t["language"].append(
-                    {"model": model, **{k: _num(v) if isinstance(v, float) else v for k, v in lang.items()}}
+                    {"model": model, **{k: _num(v) if isinstance(v, float) else v for k, v in lang.items()}, **fl}
                 )
     return t
 
 
+#: The flag columns of every row: the non-answers and questions of the row's model and split, and
+#: whether that split is flagged (above analysis.report.max_nonanswer_rate).
+FLAG_COLUMNS: tuple[str, ...] = ("nonanswer", "questions", "flagged")
 CSV_HEADERS: dict[str, tuple[str, ...]] = {
-    "pairs": ("model", "split", "pairs", *PAIR_CLASSES, "yes_rate", "no_rate"),
-    "probes": ("model", "split", "probe", "n", "accuracy", "yes_rate"),
+    "pairs": ("model", "split", "pairs", *PAIR_CLASSES, "yes_rate", "no_rate", *FLAG_COLUMNS),
+    "probes": ("model", "split", "probe", "n", "accuracy", "yes_rate", *FLAG_COLUMNS),
     "attribute": (
         "model",
         "n",
@@ -286,10 +306,12 @@ CSV_HEADERS: dict[str, tuple[str, ...]] = {
         "signed_error",
         "n_canonical_known",
         "canonical_share",
+        *FLAG_COLUMNS,
     ),
-    "language": ("model", "n", "n_suggested_known", "suggested_share", "n_unknown_known", "unknown_share"),
-    "parsing": ("model", "split", "questions", "missing", "parse_failures", "empty_answers", "wrong_parsed", "correct"),
-}
+    "language": ("model", "n", "n_suggested_known", "suggested_share", "n_unknown_known", "unknown_share", *FLAG_COLUMNS),
+    "parsing": ("model", "split", "questions", "missing", "parse_failures", "empty_answers", "wrong_parsed", "correct",
+                "nonanswer", "flagged"),
+}  # fmt: skip
 
 
 def _f(x: float | None, signed: bool = False) -> str:
@@ -298,12 +320,24 @@ def _f(x: float | None, signed: bool = False) -> str:
     return f"{x:+.2f}" if signed else f"{x:.2f}"
 
 
-def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) -> str:
-    """All diagnostics as one Markdown document (percentages)."""
-    t = table_rows(diag)
+def markdown(
+    diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str], threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE
+) -> str:
+    """All diagnostics as one Markdown document (percentages); a flagged model and split carries
+    ``†`` beside the model, counted in the table's footnote (report.flags)."""
+    t = table_rows(diag, threshold)
 
-    def nm(model: str) -> str:
-        return names.get(model, model)
+    def block(model: str, split: str) -> Mapping[str, Any] | None:
+        return (diag[model].get(split) or {}).get("nonanswer")
+
+    def nm(model: str, split: str) -> str:
+        mark = flags.mark(block(model, split), threshold)
+        return f"{names.get(model, model)} {mark}" if mark else names.get(model, model)
+
+    def note(rows: Sequence[Mapping[str, Any]], split: str | None = None) -> list[str]:
+        entries = [(names.get(r["model"], r["model"]), s, block(r["model"], s)) for r in rows for s in [r.get("split", split)]]
+        text = flags.footnote(entries, threshold)
+        return ["", text] if text else []
 
     parts = ["# World-prior diagnostics", ""]
     parts += ["## Pair outcomes (context, texture)", "",
@@ -312,16 +346,19 @@ def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) ->
     if t["pairs"]:
         parts.append(md_table(
             ["Model", "Split", "Pairs", *[CLASS_LABELS[c] for c in PAIR_CLASSES], "Yes-rate", "No-rate"],
-            [[nm(r["model"]), r["split"], r["pairs"], *[pct(r[c] / r["pairs"]) for c in PAIR_CLASSES],
+            [[nm(r["model"], r["split"]), r["split"], r["pairs"], *[pct(r[c] / r["pairs"]) for c in PAIR_CLASSES],
               pct(r["yes_rate"]), pct(r["no_rate"])] for r in t["pairs"]],
             ["l", "l"] + ["r"] * 8,
         ))  # fmt: skip
+        parts += note(t["pairs"])
         parts += ["", "## Accuracy and yes-rate per probe", ""]
         parts.append(md_table(
             ["Model", "Split", "Probe", "n", "Accuracy", "Yes-rate"],
-            [[nm(r["model"]), r["split"], r["probe"], r["n"], pct(r["accuracy"]), pct(r["yes_rate"])] for r in t["probes"]],
+            [[nm(r["model"], r["split"]), r["split"], r["probe"], r["n"], pct(r["accuracy"]), pct(r["yes_rate"])]
+             for r in t["probes"]],
             ["l", "l", "l", "r", "r", "r"],
         ))  # fmt: skip
+        parts += note(t["probes"])
     else:
         parts.append("No paired split configured.\n")
     parts += ["", "## Attribute (counting)", "",
@@ -330,9 +367,10 @@ def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) ->
     if t["attribute"]:
         parts.append(md_table(
             ["Model", "n", "Exact", "Within one", "With a count", "MAE", "Signed error", "Canonical"],
-            [[nm(r["model"]), r["n"], pct(r["exact"]), pct(r["within_one"]), r["n_numeric"], _f(r["mae"]),
+            [[nm(r["model"], "attribute"), r["n"], pct(r["exact"]), pct(r["within_one"]), r["n_numeric"], _f(r["mae"]),
               _f(r["signed_error"], signed=True), f"{pct(r['canonical_share'])} (n={r['n_canonical_known']})"] for r in t["attribute"]],
         ))  # fmt: skip
+        parts += note(t["attribute"], "attribute")
     else:
         parts.append("Attribute split not configured.\n")
     parts += ["", "## Language (multiple choice)", "",
@@ -341,9 +379,10 @@ def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) ->
     if t["language"]:
         parts.append(md_table(
             ["Model", "n", "Suggested option", "Unknown option"],
-            [[nm(r["model"]), r["n"], f"{pct(r['suggested_share'])} (n={r['n_suggested_known']})",
+            [[nm(r["model"], "language"), r["n"], f"{pct(r['suggested_share'])} (n={r['n_suggested_known']})",
               f"{pct(r['unknown_share'])} (n={r['n_unknown_known']})"] for r in t["language"]],
         ))  # fmt: skip
+        parts += note(t["language"], "language")
     else:
         parts.append("Language split not configured.\n")
     parts += ["", "## Parse failures", "",
@@ -354,11 +393,12 @@ def markdown(diag: Mapping[str, Mapping[str, Any]], names: Mapping[str, str]) ->
     parts.append(md_table(
         ["Model", "Split", "Questions", "Missing", "Parse failures", "Empty: token budget spent", "Wrong (parsed)",
          "Correct"],
-        [[nm(r["model"]), r["split"], r["questions"], r["missing"], r["parse_failures"], r["empty_answers"],
+        [[nm(r["model"], r["split"]), r["split"], r["questions"], r["missing"], r["parse_failures"], r["empty_answers"],
           r["wrong_parsed"], r["correct"]]
          for r in t["parsing"]],
         ["l", "l", "r", "r", "r", "r", "r", "r"],
     ))  # fmt: skip
+    parts += note(t["parsing"])
     return "\n".join(parts)
 
 
@@ -450,13 +490,15 @@ def write_diagnostics(
     json_path: str | Path,
     data_label: str,
     styles: Mapping[str, ModelStyle] | None = None,
+    threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE,
 ) -> list[Path]:
-    """Write the JSON, the Markdown and CSV tables and the pair-outcome figure (titled with ``data_label``)."""
+    """Write the JSON, the Markdown and CSV tables (flags above ``threshold``: report.flags) and the
+    pair-outcome figure (titled with ``data_label``)."""
     tables, figures = Path(tables_dir), Path(figures_dir)
     md_name, *csv_names = C.DIAGNOSTIC_TABLES  # the Markdown, then one CSV per CSV_HEADERS entry, in order
     write_json(json_path, {"pair_classes": list(PAIR_CLASSES), "model_order": list(diag), "models": diag})
-    write_text(tables / md_name, markdown(diag, names))
-    t = table_rows(diag)
+    write_text(tables / md_name, markdown(diag, names, threshold))
+    t = table_rows(diag, threshold)
     written = [Path(json_path), tables / md_name]
     for (key, header), name in zip(CSV_HEADERS.items(), csv_names, strict=True):
         write_csv(tables / name, header, t[key])

@@ -36,6 +36,9 @@ CSV_COLUMNS: tuple[str, ...] = (
     "low",
     "high",
     "inside",
+    "nonanswer",
+    "questions",
+    "flagged",
 )
 #: Reported values are rounded (whole percents, macro to 0.1): allow that much slack at the interval's ends.
 ROUNDING_SLACK = 0.05
@@ -53,6 +56,8 @@ class PaperRow:
     low: float
     high: float
     nonanswer_flag: str = ""  # "<n> of <N> non-answers (<rate>%)" above analysis.report.max_nonanswer_rate
+    nonanswer: int | None = None  # the metric's non-answers and questions (None: intervals without outcome counts)
+    questions: int | None = None
 
     @property
     def difference(self) -> float:
@@ -123,6 +128,8 @@ def compare_with_paper(
                     100.0 * e[C.I_LOW],
                     100.0 * e[C.I_HIGH],
                     flag,
+                    None if block is None else int(block["nonanswer"]),
+                    None if block is None else int(block["questions"]),
                 )
             )
     return rows
@@ -173,7 +180,8 @@ def write_paper_comparison(
         (
             {"model": r.model, "paper_name": r.paper_name, "metric": r.metric, "reported": r.reported,
              "reproduced": round(r.reproduced, 2), "difference": round(r.difference, 2), "low": round(r.low, 2),
-             "high": round(r.high, 2), "inside": r.inside}
+             "high": round(r.high, 2), "inside": r.inside, "nonanswer": r.nonanswer, "questions": r.questions,
+             "flagged": None if r.nonanswer is None else bool(r.nonanswer_flag)}
             for r in rows
         ),
     )  # fmt: skip

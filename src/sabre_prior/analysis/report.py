@@ -26,6 +26,8 @@ from ..data.parquet import data_identity, image_mime, iter_rows
 from ..errors import DataError
 from ..io_utils import write_text
 from ..options import options_mapping
+from ..report import flags
+from ..report.flags import footnote
 from ..report.style import BOLD_RULE, model_styles, n_text, tie_note
 from ..report.style import caption as figure_caption
 from .intervals import read_intervals
@@ -125,9 +127,7 @@ def read_csv_rows(path: str | Path | None) -> list[dict[str, str]]:
 
 
 def max_nonanswer_rate(params: Mapping[str, Any]) -> float:
-    from .failure import max_nonanswer_rate as rate
-
-    return rate(params)
+    return flags.max_nonanswer_rate(params)
 
 
 def report_data(
@@ -196,6 +196,7 @@ def report_data(
         "outcomes": list(C.OUTCOMES),
         "non_answers": list(C.NON_ANSWERS),
         "max_nonanswer_rate": max_nonanswer_rate(params),
+        "nonanswers": nonanswer_flags(params, intervals),
         "sensitivity": read_csv_rows(sensitivity_csv),
         "stability": read_csv_rows(stability_csv),
         "figures": [{"name": Path(f).stem, "src": png_uri(f), "caption": figure_caption(Path(f).stem)} for f in figures],
@@ -203,6 +204,21 @@ def report_data(
         "results": results,
         "images": images,
     }
+
+
+def nonanswer_flags(params: Mapping[str, Any], intervals: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per model and split (and ``macro``): ``{"text": "12 of 12 non-answers (100.0%)", "flagged": bool}``
+    from the intervals' failure-aware blocks (report.flags decides; the page only shows it)."""
+    threshold = max_nonanswer_rate(params)
+    out: dict[str, dict[str, Any]] = {}
+    for m, iv in intervals.items():
+        fa = iv.get("failure_aware") or {}
+        out[m] = {
+            s: {"text": flags.flag_text(b), "flagged": flags.flagged(b, threshold)}
+            for s, b in fa.items()
+            if isinstance(b, Mapping) and "nonanswer" in b
+        }
+    return out
 
 
 def split_n(split: str, questions: Sequence[Mapping[str, Any]]) -> int:
@@ -225,12 +241,21 @@ def main_table(
         bounds = {c: Interval(*(float(iv[C.I_MACRO if c == MACRO else c][k]) for k in (C.I_ESTIMATE, C.I_LOW, C.I_HIGH)))
                   for c in columns}  # fmt: skip
         est = {s: bounds[s].estimate for s in splits}
-        results.append(ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds))
-    # the flags (non-answer rates over analysis.report.max_nonanswer_rate) are in the report's own
-    # flags box and failure-aware table, read from the intervals; the cells are main_results.md's numbers
-    cells = build_cells(results)
+        # the outcome counts the intervals' failure-aware scores hold (none in intervals written before issue 21)
+        fa = iv.get("failure_aware") or {}
+        outcomes = {s: dict(fa[s]["outcomes"]) for s in splits if isinstance(fa.get(s), Mapping) and "outcomes" in fa[s]}
+        results.append(
+            ModelResults(m, display_name(params, m), est, bounds[MACRO].estimate, dict(n), intervals=bounds, outcomes=outcomes)
+        )
+    # the cells are main_results.md's: its numbers, its bold rule and its flag (report.flags) beside
+    # each value whose non-answer rate exceeds analysis.report.max_nonanswer_rate, counted in the note
+    threshold = max_nonanswer_rate(params)
+    cells = build_cells(results, threshold)
     index = [(*TABLE_SPLITS, MACRO).index(c) for c in columns]
     ties = tie_note([(COLUMN_TITLES[c], [row[j].value for row in cells]) for c, j in zip(columns, index)])
+    flag_note = footnote(
+        ((r.name, c, r.nonanswer_block(c)) for r in results for c in columns), threshold
+    )
     return {
         "columns": [
             {"key": c, "title": COLUMN_TITLES[c],
@@ -238,10 +263,11 @@ def main_table(
             for c in columns
         ],  # fmt: skip
         "rows": [
-            {"key": r.key, "cells": [{"text": row[j].text, "ci": row[j].interval.strip(), "bold": row[j].bold} for j in index]}
+            {"key": r.key, "cells": [{"text": row[j].text, "ci": row[j].interval.strip(), "bold": row[j].bold,
+                                      "flagged": r.flagged(c, threshold)} for c, j in zip(columns, index)]}
             for r, row in zip(results, cells)
         ],  # fmt: skip
-        "note": " ".join(part for part in (BOLD_RULE, ties) if part),
+        "note": " ".join(part for part in (BOLD_RULE, ties, flag_note) if part),
     }
 
 

@@ -8,8 +8,10 @@ on the same units, resampled with the same indices (per split, :func:`~.stats.sp
 macro difference's replicate ``b`` is the mean of the splits' replicates ``b``.
 
 **Stability** (``results/tables/stability.{md,csv}``): per model, from ``results/audit/<model>.json``
-(:mod:`sabre_prior.inference.audit`), the flip rate with its interval, the subset accuracy's mean,
-standard deviation and range across repeats, and the served model versions with a drift flag.
+(:mod:`sabre_prior.audit`), the flip rate with its interval, the subset accuracy's mean,
+standard deviation and range across repeats, and the served model versions with a drift flag; a
+model whose audited answers (every repeat) hold more non-answers than
+``analysis.report.max_nonanswer_rate`` allows is flagged (:mod:`sabre_prior.report.flags`).
 
 **Cost** (``results/tables/cost.csv``, written with the stability table): calls, billed tokens and
 estimated cost per model, template, repeat and split (main run, prompt runs, audit repeats).
@@ -26,7 +28,7 @@ import numpy as np
 from .. import contracts as C
 from ..formatting import Interval, format_interval, md_table, write_csv
 from ..io_utils import read_json_file, write_text
-from .failure import flag_text, flagged, max_nonanswer_rate
+from ..report.flags import FLAG, flag_text, flagged, footnote, max_nonanswer_rate
 from .settings import AnalysisSettings
 from .stats import paired_replicates, percentile_interval, replicate_means, resample_indices, split_rng
 from .traces import read_model_traces, unit_outcomes
@@ -171,6 +173,7 @@ def draw_sensitivity(data: Mapping[str, Sequence[Mapping[str, Any]]], names: Map
 STABILITY_HEADER = (
     "model", "repeats", "questions", "flipped", "flip_rate", "flip_low", "flip_high",
     "accuracy_mean", "accuracy_sd", "accuracy_min", "accuracy_max", "served", "drift",
+    "nonanswer", "answers", "nonanswer_flag",
 )  # fmt: skip
 
 
@@ -228,7 +231,8 @@ def write_stability(
 ) -> list[dict[str, Any]]:
     from ..config import display_name
 
-    rows, md_rows, out = [], [], []
+    threshold = max_nonanswer_rate(params)
+    rows, md_rows, out, flagged_entries = [], [], [], []
     for model in params["models"]:
         audit = read_json_file(Path(audit_dir) / f"{model}.json", missing="audit file not found (run `sabre audit`)")
         served = served_versions(Path(usage_dir) / model, params["splits"])
@@ -239,17 +243,21 @@ def write_stability(
         entry = {"model": model, "audit": audit, "served": served, "drift": is_drift}
         out.append(entry)
         if not audit.get("enabled"):
-            rows.append([model, 1, 0, None, None, None, None, None, None, None, None, served_text, is_drift])
+            rows.append([model, 1, 0, None, None, None, None, None, None, None, None, served_text, is_drift, None, None, None])
             md_rows.append([display_name(params, model), "off", "-", "-", served_text + (" **drift**" if is_drift else "")])
             continue
         flip, acc = audit["flip_rate"], audit["accuracy"]
+        block = audit.get("nonanswer")  # every repeat's audited answers (audits written before the flags: none)
+        flag = flagged(block, threshold)
         rows.append(
             [model, audit["repeats"], audit["questions"], audit["flipped"], flip["estimate"], flip["low"], flip["high"],
-             acc["mean"], acc["sd"], acc["min"], acc["max"], served_text, is_drift]
+             acc["mean"], acc["sd"], acc["min"], acc["max"], served_text, is_drift,
+             *((block["nonanswer"], block["questions"], flag) if block else (None, None, None))]
         )  # fmt: skip
+        flagged_entries.append((display_name(params, model), "audit (every repeat)", block))
         md_rows.append(
             [display_name(params, model), f"{audit['repeats']} x {audit['questions']}",
-             f"{_pct(flip)} ({audit['flipped']} flipped)",
+             f"{_pct(flip)} ({audit['flipped']} flipped)" + (f" {FLAG}" if flag else ""),
              f"{100 * acc['mean']:.1f} (sd {100 * acc['sd']:.1f}, {100 * acc['min']:.1f}-{100 * acc['max']:.1f})",
              served_text + (" **drift**" if is_drift else "")]
         )  # fmt: skip
@@ -265,5 +273,8 @@ def write_stability(
         "of one model were served by more than one version.\n\n"
         + md_table(["Model", "Repeats x questions", "Flip rate", "Accuracy across repeats", "Served"], md_rows)
     )
+    note = footnote(flagged_entries, threshold)  # a non-answer in one repeat and an answer in another is a flip
+    if note:
+        text += "\n" + note + "\n"
     write_text(tables_dir / f"{STABILITY_STEM}.md", text)
     return out

@@ -1,18 +1,42 @@
 """The non-answer flag shared by the tables, the report and the analysis (no heavy imports): a model
-or split whose share of non-answers exceeds ``analysis.report.max_nonanswer_rate`` is flagged."""
+or split whose share of non-answers exceeds ``analysis.report.max_nonanswer_rate`` is flagged.
+
+Every table the pipeline writes marks a flagged model and split the same way (issue 21): the value
+(or the model's name, in a table without a score) carries :data:`FLAG`, and the table's footnote
+(:func:`footnote`) gives the count; a CSV carries the counts and the verdict in columns of its own
+(``nonanswer``, ``questions``, ``flagged``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
+
+from .. import contracts as C
 
 #: The default of ``analysis.report.max_nonanswer_rate``.
 DEFAULT_MAX_NONANSWER_RATE = 0.05
+#: The mark of a flagged value (LaTeX: ``\textsuperscript{\dag}``).
+FLAG = "†"
 
 
 def max_nonanswer_rate(params: Mapping[str, Any]) -> float:
     report = ((params.get("analysis") or {}).get("report")) or {}
     return float(report.get("max_nonanswer_rate", DEFAULT_MAX_NONANSWER_RATE))
+
+
+def block(nonanswer: int, questions: int) -> dict[str, Any]:
+    """``{"nonanswer", "questions", "rate"}``: the counts a flag is decided on (rate 0 without questions)."""
+    return {"nonanswer": int(nonanswer), "questions": int(questions), "rate": round(nonanswer / questions, 10) if questions else 0.0}
+
+
+def trace_blocks(traces: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """``{split: block, "macro": block}`` of one model from its trace rows (their ``outcome``);
+    the macro block counts every split's questions together."""
+    out = {s: block(sum(1 for r in rows if r["outcome"] in C.NON_ANSWERS), len(rows)) for s, rows in traces.items()}
+    out[C.I_MACRO] = block(sum(b["nonanswer"] for b in out.values()), sum(b["questions"] for b in out.values()))
+    return out
 
 
 def flagged(block: Mapping[str, Any] | None, threshold: float) -> bool:
@@ -23,3 +47,28 @@ def flagged(block: Mapping[str, Any] | None, threshold: float) -> bool:
 def flag_text(block: Mapping[str, Any]) -> str:
     """``"12 of 400 non-answers (3.0%)"``."""
     return f"{block['nonanswer']} of {block['questions']} non-answers ({100 * float(block['rate']):.1f}%)"
+
+
+def mark(block: Mapping[str, Any] | None, threshold: float) -> str:
+    """:data:`FLAG` for a flagged block, else ``""`` (what a table puts beside the value)."""
+    return FLAG if flagged(block, threshold) else ""
+
+
+def threshold_text(threshold: float) -> str:
+    """``5%`` for 0.05."""
+    return format(Decimal(str(threshold)) * 100, "f").rstrip("0").rstrip(".") + "%"
+
+
+def footnote(entries: Iterable[tuple[str, str, Mapping[str, Any] | None]], threshold: float) -> str:
+    """A table's footnote naming each flagged (name, split, block) of ``entries`` with its count,
+    ``""`` when none is flagged: ``†: more than 5% non-answers ...: Always yes attribute 12 of 12 ...``."""
+    seen: dict[tuple[str, str], str] = {}
+    for name, split, b in entries:
+        if flagged(b, threshold) and (name, split) not in seen:
+            seen[(name, split)] = f"{name} {split} {flag_text(b)}"  # type: ignore[arg-type]
+    if not seen:
+        return ""
+    return (
+        f"{FLAG}: more than {threshold_text(threshold)} of the questions are non-answers (unparseable, refused, "
+        f"failed or truncated; analysis.report.max_nonanswer_rate): " + "; ".join(seen.values()) + "."
+    )

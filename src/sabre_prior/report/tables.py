@@ -25,7 +25,7 @@ from ..errors import SabreError
 from ..data.parquet import DataIdentity, data_identity
 from ..formatting import Interval, csv_text, md_table
 from ..io_utils import read_json_file, write_text
-from . import style
+from . import flags, style
 
 #: The four split columns of the main table, in the paper's order.
 TABLE_SPLITS: tuple[str, ...] = tuple(C.MAIN_TABLE_COLUMNS[1:5])
@@ -42,7 +42,8 @@ COLUMN_TITLES: dict[str, str] = {
 
 MAIN_STEM = "main_results"
 CI_CSV_NAME = "main_results_ci.csv"
-CI_CSV_COLUMNS: tuple[str, ...] = ("model", "split", "estimate", "low", "high")
+#: ``nonanswer``, ``questions``, ``flagged``: the cell's non-answers (report.flags), empty without outcome counts.
+CI_CSV_COLUMNS: tuple[str, ...] = ("model", "split", "estimate", "low", "high", "nonanswer", "questions", "flagged")
 
 #: How far an interval's estimate may differ from the metrics accuracy.
 _ESTIMATE_TOLERANCE = 1e-6
@@ -117,6 +118,11 @@ class ModelResults:
     #: split -> outcome -> questions (contracts.OUTCOMES; metrics written before issue 21 have none)
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
+    def nonanswer_block(self, split: str) -> dict[str, Any] | None:
+        """The :func:`.flags.block` of a split (all splits for ``macro``); None without outcome counts."""
+        n = self.nonanswer(split)
+        return None if n is None else flags.block(*n)
+
     def nonanswer(self, split: str) -> tuple[int, int] | None:
         """(non-answers, questions) of a split (all splits for ``macro``), None when the metrics do not count outcomes."""
         if split == MACRO:
@@ -128,8 +134,7 @@ class ModelResults:
         return sum(counts.get(o, 0) for o in C.NON_ANSWERS), sum(counts.values())
 
     def flagged(self, split: str, threshold: float) -> bool:
-        n = self.nonanswer(split)
-        return n is not None and n[1] > 0 and n[0] / n[1] > threshold
+        return flags.flagged(self.nonanswer_block(split), threshold)
 
     def value(self, column: str) -> float | None:
         """Accuracy of a table column (a split or ``"macro"``); None if not configured."""
@@ -293,7 +298,7 @@ class Cell:
 
 TABLE_COLUMNS: tuple[str, ...] = (*TABLE_SPLITS, MACRO)
 #: Marks a cell whose non-answer rate exceeds analysis.report.max_nonanswer_rate (see the caption).
-FLAG = "†"
+FLAG = flags.FLAG
 
 
 def build_cells(results: Sequence[ModelResults], threshold: float | None = None) -> list[list[Cell]]:
@@ -312,7 +317,7 @@ def build_cells(results: Sequence[ModelResults], threshold: float | None = None)
             if value is None:
                 row.append(Cell(None, "", ""))
             else:
-                flag = FLAG if threshold is not None and r.flagged(column, threshold) else ""
+                flag = flags.mark(r.nonanswer_block(column), threshold) if threshold is not None else ""
                 row.append(Cell(style.score_value(value), style.score_text(value) + flag, suffix))
         rows.append(row)
     for j in range(len(TABLE_COLUMNS)):
@@ -464,14 +469,17 @@ def render_csv(results: Sequence[ModelResults]) -> str:
     return csv_text(C.MAIN_TABLE_COLUMNS, rows)
 
 
-def render_ci_csv(results: Sequence[ModelResults]) -> str:
-    """Long format: ``model,split,estimate,low,high`` (percent); ``split`` is ``macro`` for the average."""
-    rows: list[list[str]] = []
+def render_ci_csv(results: Sequence[ModelResults], threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE) -> str:
+    """Long format: ``model,split,estimate,low,high`` (percent), then the cell's non-answers, its
+    questions and whether it is flagged (:mod:`.flags`); ``split`` is ``macro`` for the average."""
+    rows: list[list[Any]] = []
     for r in results:
         for column in TABLE_COLUMNS:
             iv = r.interval(column)
             if iv is not None:
-                rows.append([r.key, column, *(style.score_text(x) for x in (iv.estimate, iv.low, iv.high))])
+                b = r.nonanswer_block(column)
+                counts = [b["nonanswer"], b["questions"], flags.flagged(b, threshold)] if b else [None, None, None]
+                rows.append([r.key, column, *(style.score_text(x) for x in (iv.estimate, iv.low, iv.high)), *counts])
     return csv_text(CI_CSV_COLUMNS, rows)
 
 
@@ -576,7 +584,7 @@ def write_main_tables(
     }
     ci_path = outdir / CI_CSV_NAME
     if intervals_dir is not None:
-        outputs[ci_path] = render_ci_csv(results)
+        outputs[ci_path] = render_ci_csv(results, _threshold(params))
         blocks = {r.key: _failure_block(Path(intervals_dir) / f"{r.key}.json") for r in results}
         if any(b is not None for b in blocks.values()):  # intervals files written before issue 21 have none
             missing = [k for k, b in blocks.items() if b is None]

@@ -123,9 +123,11 @@ def _recipes(args: argparse.Namespace) -> int:
     from .pipeline import dvc_yaml_is_fresh
 
     if os.environ.get("DVC_STAGE") and not dvc_yaml_is_fresh(pipeline):
-        # dvc.yaml depends on the kind of dataset.source (the demo stage, a mirror's folders)
+        # dvc.yaml depends on the kind of dataset.source (the demo stage, a mirror's folders) and on
+        # audit.repeats (the audit_run stage's matrix lists the repeats: DVC's templating has no range)
         raise SabreError(
-            "dvc.yaml was generated for another dataset.source (or is stale): run `sabre generate`, then `dvc repro` again"
+            "dvc.yaml was generated for another dataset.source or audit.repeats (or is stale): "
+            "run `sabre generate`, then `dvc repro` again"
         )
     written = write_recipes(pipeline, hub)
     if os.environ.get("DVC_STAGE") == "recipes":  # DVC records this stage when the command ends

@@ -38,9 +38,16 @@ STAMP_DIR = ".sabre/recipes"  # one recipe per job (sabre_prior.repro.state)
 LOG_DIR = "results/logs"
 DVC_YAML = "dvc.yaml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-#: The pipeline's dimensions and the params key listing each one's values (a DVC foreach/matrix
-#: axis and a Snakemake wildcard each): models, splits, prompt templates (issue 21).
-DIMENSIONS: dict[str, str] = {"model": "models", "split": "splits", "template": "prompt.templates"}
+#: The pipeline's dimensions and the params key their values come from (a DVC foreach/matrix axis
+#: and a Snakemake wildcard each): models, splits, prompt templates and audit repeats (issue 21).
+DIMENSIONS: dict[str, str] = {"model": "models", "split": "splits", "template": "prompt.templates", "repeat": "audit.repeats"}
+#: Dimensions whose values are derived from a setting that is not itself their list: the audit's
+#: repeats 1..k-1 from ``audit.repeats: k`` (repeat 0 is the main run). DVC's templating has no
+#: range (a ``foreach``/``matrix`` axis is a list, or a ``${...}`` naming one: "dvc.yaml",
+#: https://dvc.org/doc/user-guide/project-structure/dvcyaml-files#matrix-stages), so ``sabre generate``
+#: writes their values into dvc.yaml's matrix and the ``recipes`` stage refuses a dvc.yaml made
+#: for other values (as for another ``dataset.source``); the Snakefile regenerates it.
+DERIVED: frozenset[str] = frozenset({"repeat"})
 _DIM = "|".join(DIMENSIONS)
 _STAR = re.compile(r"\{\*(" + _DIM + r")\}")
 _ITEM = re.compile(r"\{(" + _DIM + r")\}")
@@ -201,7 +208,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/model_comparison.md", report=("Analysis", "Paired model comparison")),
             Out("results/tables/model_comparison.csv"),
         ),
-        params=(*_AGG_PARAMS, *_BOOTSTRAP),
+        params=(*_AGG_PARAMS, *_BOOTSTRAP, "analysis.report.max_nonanswer_rate"),
     ),
     Stage(
         "diagnose",
@@ -216,8 +223,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/figures/pair_outcomes.png", report=("Figures", "World-prior diagnostics")),
             Out("results/figures/pair_outcomes.pdf"),
         ),
-        params=_AGG_PARAMS,
-
+        params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
     ),
     Stage(
         "paper_compare",
@@ -230,15 +236,26 @@ STAGES: tuple[Stage, ...] = (
         ),
         params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
     ),
-    # API stability audit (issue 21): repeats 1..k-1 of a fixed subset; repeat 0 is the main run's traces
+    # API stability audit (issue 21): repeat r (1..k-1) of a fixed subset, one job per model and
+    # repeat (none while audit.repeats is 1); repeat 0 is the main run's traces. The job does not
+    # read audit.repeats: raising it adds jobs and re-runs none of the earlier repeats.
+    Stage(
+        "audit_run",
+        ("model", "repeat"),
+        "sabre audit-run --model {model} --repeat {repeat} --data data/parquet --output results/audit/{model}/r{repeat}.json",
+        deps=(_PARQUET,),
+        outs=(Out("results/audit/{model}/r{repeat}.json"),),
+        params=("models.{model}", "splits", "audit.questions", "audit.seed", "prompt.templates.0"),
+    ),
+    # the per-model aggregation: repeat 0 and every repeat's answers -> flip rate, accuracy across repeats
     Stage(
         "audit",
         ("model",),
         "sabre audit --model {model} --data data/parquet --traces-dir results/traces/{model}"
-        " --output results/audit/{model}.json",
-        deps=(_PARQUET, "results/traces/{model}/{*split}.jsonl"),
+        " --runs-dir results/audit/{model} --output results/audit/{model}.json",
+        deps=(_PARQUET, "results/traces/{model}/{*split}.jsonl", "results/audit/{model}/r{*repeat}.json"),
         outs=(Out("results/audit/{model}.json"),),
-        params=("models.{model}", "splits", "audit", "prompt.templates.0", *_BOOTSTRAP),
+        params=("splits", "audit", "prompt.templates.0", *_BOOTSTRAP),  # asks nothing: no model setting
     ),
     Stage(
         "stability",
@@ -255,7 +272,7 @@ STAGES: tuple[Stage, ...] = (
             Out("results/tables/stability.csv"),
             Out("results/tables/cost.csv"),  # cost by model, template, repeat and split
         ),
-        params=(*_AGG_PARAMS, "audit", "prompt.templates"),
+        params=(*_AGG_PARAMS, "audit", "prompt.templates", "analysis.report.max_nonanswer_rate"),
     ),
     Stage(
         "prompt_sensitivity",
@@ -400,6 +417,13 @@ def templates(params: Mapping[str, Any]) -> list[str]:
     return prompt_templates(params)
 
 
+def repeats(params: Mapping[str, Any]) -> list[str]:
+    """The ``repeat`` dimension: the audit's repeats 1..k-1 of ``audit.repeats: k`` (none while it is 1)."""
+    from ..inference.audit import audit_settings
+
+    return [str(r) for r in range(1, audit_settings(params).repeats)]
+
+
 # ---------------------------------------------------------------------------
 # A pipeline for one params.yaml
 # ---------------------------------------------------------------------------
@@ -449,14 +473,23 @@ class Pipeline:
 
     @property
     def stages(self) -> list[Stage]:
-        return [s for s in STAGES if s.name != "demo_data" or self.kind == "demo"]
+        """The stages with jobs in this configuration: no ``demo_data`` but for the demo, no
+        ``audit_run`` while ``audit.repeats`` is 1 (a dimension without values has no jobs)."""
+        values = self.values()
+        return [
+            s for s in STAGES if (s.name != "demo_data" or self.kind == "demo") and all(values[d] for d in s.over)
+        ]
 
     @property
     def templates(self) -> list[str]:
         return templates(self.params)
 
+    @property
+    def repeats(self) -> list[str]:
+        return repeats(self.params)
+
     def values(self) -> dict[str, list[str]]:
-        return {"model": self.models, "split": self.splits, "template": self.templates}
+        return {"model": self.models, "split": self.splits, "template": self.templates, "repeat": self.repeats}
 
     # -- Snakemake's view -------------------------------------------------------
     def fetch_inputs(self, split: str) -> list[str]:
@@ -596,12 +629,13 @@ def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] 
 # ---------------------------------------------------------------------------
 _HEADER = """\
 # GENERATED by `sabre generate` from the pipeline's one declaration (src/sabre_prior/repro/pipeline.py)
-# and the dataset section of params.yaml. Do not edit: change the declaration and regenerate
-# (a test compares this file with a fresh rendering; the Snakefile regenerates it when
-# dataset.source changes kind).
+# and params.yaml's dataset section and audit.repeats. Do not edit: change the declaration and
+# regenerate (a test compares this file with a fresh rendering; the Snakefile regenerates it when
+# dataset.source changes kind or audit.repeats changes; `dvc repro` refuses a stale one).
 #
 # One stage per Snakemake rule, the same `sabre` command; foreach/matrix over params.yaml's
-# models and splits (adding a model needs no regeneration). Each stage depends on its data and
+# models, splits and prompt templates (adding one needs no regeneration) and the audit's repeats
+# 1..audit.repeats-1 (DVC has no range: written here). Each stage depends on its data and
 # its recipe (.sabre/recipes/, written by the stage `recipes`: the command, the settings it reads,
 # the code it imports; docs/orchestration.md). Logs (results/logs/) are not outputs: they hold timings.
 """
@@ -647,7 +681,9 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     body: dict[str, Any] = {
         "cmd": [_dvc_text(f"mkdir -p {cmd_dir}", stage.over), _dvc_text(stage.command(), stage.over)]
     }
-    deps = [dvc_path(d) for d in stage.deps]
+    values = pipeline.values()
+    # a dependency on every value of a dimension without values (no repeat while the audit is off) is none
+    deps = [dvc_path(d) for d in stage.deps if all(values[n] for n in _STAR.findall(d))]
     if stage.name == "fetch":
         deps = [*_dvc_fetch(pipeline), *deps]
     deps.append(stage.stamp)
@@ -665,8 +701,16 @@ def dvc_stage(pipeline: Pipeline, stage: Stage) -> dict[str, Any]:
     if stage.over == ("model",):
         return {"foreach": "${models}", "do": body}
     if stage.over:
-        return {"matrix": {name: "${" + DIMENSIONS[name] + "}" for name in stage.over}, **body}
+        return {"matrix": {name: _dvc_axis(pipeline, name) for name in stage.over}, **body}
     return body
+
+
+def _dvc_axis(pipeline: Pipeline, name: str) -> Any:
+    """A matrix axis: ``${<params key>}`` (adding a value needs no regeneration), or for a derived
+    dimension (:data:`DERIVED`) its values, written by ``sabre generate``."""
+    if name in DERIVED:
+        return [int(v) for v in pipeline.values()[name]]
+    return "${" + DIMENSIONS[name] + "}"
 
 
 def recipes_stage(pipeline: Pipeline) -> dict[str, Any]:

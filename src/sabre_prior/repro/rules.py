@@ -44,7 +44,8 @@ HEADERS: dict[str, str] = {
     "robustness": """\
 # Numbers you can trust: the prompt-sensitivity runs (one job per template and model, all splits;
 # the `template` wildcard takes the values of prompt.templates), the API stability audit (one job
-# per model) and their tables (docs/prompts.md, docs/stability.md).""",
+# per model and repeat, the `repeat` wildcard taking 1..audit.repeats-1; none while it is 1; then
+# one aggregation per model) and their tables (docs/prompts.md, docs/stability.md).""",
     "repro": "# Reproducibility: the run manifest, and the jobs' recipes as DVC's stage `recipes` records them.",
 }
 
@@ -55,7 +56,7 @@ _API_JOBS = """\
 """
 EXTRAS: dict[str, str] = {
     "prompt_run": _API_JOBS,
-    "audit": _API_JOBS,
+    "audit_run": _API_JOBS,
     "predict": """\
     wildcard_constraints:
         model=one_of(OTHER_MODELS),
@@ -101,12 +102,12 @@ rule recipes:
 
 
 #: Top-level command modules and the rule file they go to.
-GROUP_OF_MODULE = {"prompt_run": "robustness", "audit": "robustness"}
+GROUP_OF_MODULE = {"prompt_run": "robustness", "audit_run": "robustness", "audit": "robustness"}
 
 
 #: Rules a cluster run may submit (they run models); every other rule is a localrule (predict is
 #: made local in common.smk: its twin predict_local runs the local models).
-SUBMITTED = frozenset({"predict", "prompt_run", "audit"})
+SUBMITTED = frozenset({"predict", "prompt_run", "audit_run"})
 
 
 def group_of(stage: Stage) -> str:

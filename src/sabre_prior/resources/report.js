@@ -6,8 +6,12 @@
   const COLS = { pred: 0, norm: 1, answer: 2, normAnswer: 3, parsed: 4, missing: 5, correct: 6, outcome: 7 };
   const NON = new Set(D.non_answers || []);
   const fa = (m) => (D.intervals[m] || {}).failure_aware || null;
-  const flagged = (b) => !!b && Number(b.rate) > D.max_nonanswer_rate;
-  const flagText = (b) => `${b.nonanswer} of ${b.questions} non-answers (${pct(b.rate)}%)`;
+  // a model's split (or macro) non-answers as Python counted and flagged them (sabre_prior.report.flags)
+  const nonans = (m, s) => ((D.nonanswers || {})[m] || {})[s] || null;
+  const isFlagged = (m, s) => !!(nonans(m, s) || {}).flagged;
+  // beside a flagged row's model: the flag and its count
+  const flagMark = (m, s) => isFlagged(m, s) ? el("span", { class: "flag", "data-flag": s }, ` † ${nonans(m, s).text}`) : null;
+  const flagRow = (flagged) => flagged ? { class: "flagged", "data-flagged": "true" } : {};
   const $ = (id) => document.getElementById(id);
 
   // Build an element; children are nodes or strings (always inserted as text, never as HTML).
@@ -67,7 +71,7 @@
       el("thead", {}, el("tr", {}, el("th", {}, "Model"), T.columns.map((c) => el("th", { "data-col": c.key }, c.title, el("span", { class: "n" }, c.n))))),
       el("tbody", {}, T.rows.map((r) => el("tr", { "data-model": r.key },
         el("td", {}, el("a", { href: "#questions", "data-model": r.key, class: "model-link" }, swatch(r.key), nameOf(r.key))),
-        r.cells.map((c) => el("td", { class: "num" + (c.bold ? " best" : "") }, c.text, c.ci ? " " : null, c.ci ? el("span", { class: "ci" }, c.ci) : null))))));
+        r.cells.map((c) => el("td", { class: "num" + (c.bold ? " best" : "") + (c.flagged ? " flag" : ""), "data-flagged": c.flagged ? "true" : null }, c.text, c.ci ? " " : null, c.ci ? el("span", { class: "ci" }, c.ci) : null))))));
     $("main-note").textContent = `Accuracy in percent with its ${level} interval in brackets; n under each split: the pairs or questions its score counts. Context/texture: strict four-probe pair accuracy. ${T.note}`;
     $("main-table").querySelectorAll("a.model-link").forEach((a) => a.addEventListener("click", () => { $("q-model").value = a.dataset.model; }));
 
@@ -82,18 +86,19 @@
         const e = dg[s];
         if (!e) continue;
         const p = e.parsing;
-        parseRows.push({ cells: [named(m.key), s, p.questions, p.missing, p.parse_failures, p.empty_answers, p.wrong_parsed, p.correct] });
+        const who = el("span", {}, named(m.key), flagMark(m.key, s));
+        parseRows.push({ attrs: flagRow(isFlagged(m.key, s)), cells: [who, s, p.questions, p.missing, p.parse_failures, p.empty_answers, p.wrong_parsed, p.correct] });
         if (e.pair_class_counts) {
-          pairRows.push({ cells: [named(m.key), s, e.pairs, ...CLASSES.map((c) => pct(e.pair_class_counts[c] / e.pairs)), pct(e.yes_rate), pct(e.no_rate)] });
+          pairRows.push({ attrs: flagRow(isFlagged(m.key, s)), cells: [who.cloneNode(true), s, e.pairs, ...CLASSES.map((c) => pct(e.pair_class_counts[c] / e.pairs)), pct(e.yes_rate), pct(e.no_rate)] });
         }
         if (e.attribute) {
           const a = e.attribute;
-          attrRows.push({ cells: [named(m.key), a.n, pct(a.exact), pct(a.within_one), a.mae === null ? "-" : a.mae.toFixed(2),
+          attrRows.push({ attrs: flagRow(isFlagged(m.key, s)), cells: [who.cloneNode(true), a.n, pct(a.exact), pct(a.within_one), a.mae === null ? "-" : a.mae.toFixed(2),
             a.signed_error === null ? "-" : (a.signed_error >= 0 ? "+" : "") + a.signed_error.toFixed(2), `${pct(a.canonical_share)} (n=${a.n_canonical_known})`] });
         }
         if (e.language) {
           const l = e.language;
-          langRows.push({ cells: [named(m.key), l.n, `${pct(l.suggested_share)} (n=${l.n_suggested_known})`, `${pct(l.unknown_share)} (n=${l.n_unknown_known})`] });
+          langRows.push({ attrs: flagRow(isFlagged(m.key, s)), cells: [who.cloneNode(true), l.n, `${pct(l.suggested_share)} (n=${l.n_suggested_known})`, `${pct(l.unknown_share)} (n=${l.n_unknown_known})`] });
         }
       }
     }
@@ -105,12 +110,12 @@
     $("comparison-note").textContent = `A - B in percentage points with a ${level} paired-bootstrap interval; p: exact McNemar per split, paired bootstrap for the macro; Holm-adjusted over the table. Rows with adjusted p < 0.05 are shaded.`;
     table("comparison-table", ["A", "B", "Split", "n", "A %", "B %", "A - B", "Interval", "A-only", "B-only", "p", "p (Holm)"],
       D.comparison.map((r) => ({
-        attrs: Number(r.p_holm) < 0.05 ? { class: "sig" } : {},
-        cells: [named(r.model_a), named(r.model_b), r.split, r.n, r.accuracy_a, r.accuracy_b, (Number(r.difference) >= 0 ? "+" : "") + r.difference,
+        attrs: isFlagged(r.model_a, r.split) || isFlagged(r.model_b, r.split) ? flagRow(true) : Number(r.p_holm) < 0.05 ? { class: "sig" } : {},
+        cells: [el("span", {}, named(r.model_a), flagMark(r.model_a, r.split)), el("span", {}, named(r.model_b), flagMark(r.model_b, r.split)), r.split, r.n, r.accuracy_a, r.accuracy_b, (Number(r.difference) >= 0 ? "+" : "") + r.difference,
           `[${r.low}, ${r.high}]`, r.a_only || "-", r.b_only || "-", fmtP(r.p_value), fmtP(r.p_holm)],
       })), [false, false, false, true, true, true, true, true, true, true, true, true], "Fewer than two models: nothing to compare.");
     table("paper-table", ["Model", "Paper model", "Metric", "Reported", "Reproduced", "Interval", "Difference", "Inside"],
-      D.paper.map((r) => ({ cells: [named(r.model), r.paper_name, r.metric, r.reported, r.reproduced, `[${r.low}, ${r.high}]`, r.difference, r.inside === "true" ? "yes" : "no"] })),
+      D.paper.map((r) => ({ attrs: flagRow(isFlagged(r.model, r.metric)), cells: [el("span", {}, named(r.model), flagMark(r.model, r.metric)), r.paper_name, r.metric, r.reported, r.reproduced, `[${r.low}, ${r.high}]`, r.difference, r.inside === "true" ? "yes" : "no"] })),
       [false, false, false, true, true, true, true, false], "No configured model has a paper_name (params.yaml): nothing to compare.");
   }
   // ---------------------------------------------------------------- issue 21: flags, bounds, prompts, stability
@@ -119,8 +124,9 @@
     for (const m of D.models) {
       const f = fa(m.key);
       if (!f) continue;
-      for (const s of D.splits) if (flagged(f[s])) flags.push(`${m.name} / ${s}: ${flagText(f[s])}`);
+      for (const s of D.splits) if (isFlagged(m.key, s)) flags.push(`${m.name} / ${s}: ${nonans(m.key, s).text}`);
     }
+    for (const r of D.stability) if (r.nonanswer_flag === "true") flags.push(`${nameOf(r.model)} / audit: ${r.nonanswer} of ${r.answers} audited answers are non-answers (every repeat)`);
     for (const r of D.stability) if (r.drift === "true") flags.push(`${nameOf(r.model)}: served by more than one model version (${r.served}): drift`);
     const box = $("flags");
     box.hidden = !flags.length;
@@ -132,7 +138,8 @@
       if (!f) continue;
       for (const c of [...D.splits, "macro"]) {
         const b = f[c];
-        rows.push({ attrs: flagged(b) ? { class: "flagged", "data-flagged": "true" } : {}, cells: [m.name, c, bound(b.official), bound(b.excluded), bound(b.chance), flagText(b) + (flagged(b) ? " †" : "")] });
+        const n = nonans(m.key, c);
+        rows.push({ attrs: flagRow(isFlagged(m.key, c)), cells: [m.name, c, bound(b.official), bound(b.excluded), bound(b.chance), n ? n.text + (n.flagged ? " †" : "") : "-"] });
       }
     }
     $("failure-note").textContent = `Official: a non-answer (${[...NON].join(", ")}) counts as wrong, as the contract says. Excluded: units without any non-answer only (n/a: none left). At chance: each non-answer replaced by a uniform guess (expected score). ${level} percentile bootstrap intervals. † non-answer rate above ${pct(D.max_nonanswer_rate)}%.`;
@@ -144,8 +151,9 @@
         `${r.nonanswer} of ${r.questions}` + (r.nonanswer_flag === "true" ? " †" : "")] })), [false, false, true, true, false], "No prompt-sensitivity table given.");
     $("stability-note").textContent = "Audited questions asked `repeats` times (repeat 0 = the main run). Flip rate: share whose normalized answer changed across repeats. Served: the model version the provider reported.";
     table("stability-table", ["Model", "Repeats", "Questions", "Flip rate %", "Accuracy mean % (sd)", "Served", "Drift"],
-      D.stability.map((r) => ({ attrs: r.drift === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.repeats, r.questions,
-        r.flip_rate === "" ? "audit off" : `${pct(r.flip_rate)} [${pct(r.flip_low)}, ${pct(r.flip_high)}]`,
+      D.stability.map((r) => ({ attrs: r.drift === "true" || r.nonanswer_flag === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.repeats, r.questions,
+        r.flip_rate === "" ? "audit off" : `${pct(r.flip_rate)} [${pct(r.flip_low)}, ${pct(r.flip_high)}]` +
+          (r.nonanswer_flag === "true" ? ` † ${r.nonanswer} of ${r.answers} answers are non-answers` : ""),
         r.accuracy_mean === "" ? "-" : `${pct(r.accuracy_mean)} (${pct(r.accuracy_sd)})`, r.served, r.drift === "true" ? "drift" : "no"] })),
       [false, true, true, true, true, false, false], "No stability table given.");
   }
