@@ -55,6 +55,10 @@ def check_complete(tmp: Path, data: Path, server: FakeServer, model: str = "m") 
     assert set(per_key.values()) == {1}, "a question was answered (and paid for) more than once"
 
 
+#: a stated limit far above what the tests send (rate_limits.requests_per_minute, docs/api_models.md)
+KNOWN_LIMIT = {"requests_per_minute": 60000}
+
+
 def test_all_answered_once_within_concurrency(tmp_path: Path, server: FakeServer, split_file: Path) -> None:
     server.latency = 0.05
     run = predict(tmp_path, model_settings(server, concurrency=3), split_file)
@@ -80,7 +84,9 @@ def test_retryable_faults_are_retried_and_counted(
     tmp_path: Path, server: FakeServer, split_file: Path, fault: str, kw: dict[str, Any]
 ) -> None:
     server.add_fault(fault, first_attempts=2, fraction=0.5, **kw)
-    run = predict(tmp_path, model_settings(server, timeout_s=0.4), split_file)
+    # the limit known (as a provider's rate-limit headers or this setting make it): this test is about
+    # retries; pacing to a limit nothing states is tests/test_pacing.py's
+    run = predict(tmp_path, model_settings(server, timeout_s=0.4, rate_limits=KNOWN_LIMIT), split_file)
     check_complete(tmp_path, split_file, server)
     faulted = {c.key for c in server.calls if c.fault == fault}
     assert 0 < len(faulted) < 16
@@ -99,7 +105,7 @@ def test_retryable_faults_are_retried_and_counted(
 
 def test_retry_after_is_honoured(tmp_path: Path, server: FakeServer, split_file: Path) -> None:
     server.add_fault("429", first_attempts=1, fraction=0.3, retry_after=0.4)
-    predict(tmp_path, model_settings(server), split_file)
+    predict(tmp_path, model_settings(server, rate_limits=KNOWN_LIMIT), split_file)
     by_key: dict[str, list] = {}
     for c in server.calls:
         by_key.setdefault(c.key, []).append(c)
