@@ -160,6 +160,11 @@ class FakeServer:
     #: https://docs.anthropic.com/en/api/rate-limits).  Above it: 429 with the protocol's headers
     #: (protocols.rate_limited); every answer carries the headers too (protocols.rate_limit_headers).
     rate_limit: float | None = None
+    #: with no ``rate_limit``: the requests-per-minute limit every answer still announces in the
+    #: protocol's headers, a high tier that is never reached (OpenAI and Anthropic send their
+    #: rate-limit headers with every response, protocols.rate_limit_headers; Gemini sends none).
+    #: None: no headers, as an OpenAI-compatible server that sends none
+    announce_rpm: float | None = 10000.0
     #: Gemini's 429 of that limit names the limit in its QuotaFailure's ``quotaValue`` (False: left out,
     #: as some real answers do; protocols.gemini_rate_limited)
     rate_limit_quota_value: bool = True
@@ -310,6 +315,8 @@ class FakeServer:
             call.status = 200
             if limit is not None:
                 resp.headers.update(P.rate_limit_headers(proto.name, self.rate_limit * 60, limit[0], limit[1], False))  # type: ignore[operator]
+            elif self.announce_rpm:
+                resp.headers.update(P.rate_limit_headers(proto.name, self.announce_rpm, self.announce_rpm - 1, 60 / self.announce_rpm, False))
             return resp
         finally:
             call.end = time.monotonic()
