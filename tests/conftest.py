@@ -37,6 +37,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             start()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core, at most 8. Much of the suite waits (fake servers' latency,
+    Snakemake/DVC subprocesses, retry back-offs), so a second worker per core fills the waits: on
+    a 2-core machine the fast tier took 167 s with 2 workers and 121 s with 4."""
+    return min(8, 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
 
