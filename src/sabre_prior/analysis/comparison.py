@@ -155,9 +155,7 @@ def _pp(x: float) -> float:
 
 def _flag_cells(nonanswers: NonAnswers | None, model: str, split: str, threshold: float, side: str) -> dict[str, Any]:
     b = ((nonanswers or {}).get(model) or {}).get(split)
-    if b is None:
-        return {}
-    return {f"nonanswer_{side}": b["nonanswer"], f"questions_{side}": b["questions"], f"flagged_{side}": flags.flagged(b, threshold)}
+    return {} if b is None else {f"{k}_{side}": v for k, v in flags.columns(b, threshold).items()}
 
 
 def csv_rows(

@@ -254,14 +254,6 @@ def _num(x: float | None, nd: int = 4) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def _flag_columns(e: Mapping[str, Any], threshold: float) -> dict[str, Any]:
-    """The split's non-answers, its questions and whether it is flagged (report.flags)."""
-    b = e.get("nonanswer")
-    if b is None:  # diagnostics written before the flags
-        return {"nonanswer": None, "questions": None, "flagged": None}
-    return {"nonanswer": b["nonanswer"], "questions": b["questions"], "flagged": flags.flagged(b, threshold)}
-
-
 def table_rows(
     diag: Mapping[str, Mapping[str, Any]], threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE
 ) -> dict[str, list[dict[str, Any]]]:
@@ -269,7 +261,7 @@ def table_rows(
     t: dict[str, list[dict[str, Any]]] = {k: [] for k in ("pairs", "probes", "attribute", "language", "parsing")}
     for model, splits in diag.items():
         for split, e in splits.items():
-            fl = _flag_columns(e, threshold)
+            fl = flags.columns(e.get("nonanswer"), threshold)  # None: diagnostics written before the flags
             t["parsing"].append({"model": model, "split": split, **e["parsing"], "nonanswer": fl["nonanswer"], "flagged": fl["flagged"]})
             if "pair_class_counts" in e:
                 t["pairs"].append({"model": model, "split": split, "pairs": e["pairs"], **e["pair_class_counts"],
@@ -292,7 +284,7 @@ def table_rows(
 
 #: The flag columns of every row: the non-answers and questions of the row's model and split, and
 #: whether that split is flagged (above analysis.report.max_nonanswer_rate).
-FLAG_COLUMNS: tuple[str, ...] = ("nonanswer", "questions", "flagged")
+FLAG_COLUMNS: tuple[str, ...] = flags.COLUMNS
 CSV_HEADERS: dict[str, tuple[str, ...]] = {
     "pairs": ("model", "split", "pairs", *PAIR_CLASSES, "yes_rate", "no_rate", *FLAG_COLUMNS),
     "probes": ("model", "split", "probe", "n", "accuracy", "yes_rate", *FLAG_COLUMNS),

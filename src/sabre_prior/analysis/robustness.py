@@ -28,6 +28,7 @@ import numpy as np
 from .. import contracts as C
 from ..formatting import Interval, format_interval, md_table, write_csv
 from ..io_utils import read_json_file, write_text
+from ..report import flags
 from ..report.flags import FLAG, flag_text, flagged, footnote, max_nonanswer_rate
 from .settings import AnalysisSettings
 from .stats import paired_replicates, percentile_interval, replicate_means, resample_indices, split_rng
@@ -252,7 +253,7 @@ def write_stability(
         rows.append(
             [model, audit["repeats"], audit["questions"], audit["flipped"], flip["estimate"], flip["low"], flip["high"],
              acc["mean"], acc["sd"], acc["min"], acc["max"], served_text, is_drift,
-             *((block["nonanswer"], block["questions"], flag) if block else (None, None, None))]
+             *flags.columns(block, threshold).values()]
         )  # fmt: skip
         flagged_entries.append((display_name(params, model), "audit (every repeat)", block))
         md_rows.append(

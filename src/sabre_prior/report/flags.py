@@ -44,6 +44,17 @@ def flagged(block: Mapping[str, Any] | None, threshold: float) -> bool:
     return bool(block) and float(block.get("rate", 0.0)) > threshold  # type: ignore[union-attr]
 
 
+#: The columns a CSV row carries its flag in: the block's counts and the verdict.
+COLUMNS: tuple[str, ...] = ("nonanswer", "questions", "flagged")
+
+
+def columns(block: Mapping[str, Any] | None, threshold: float) -> dict[str, Any]:
+    """A CSV row's :data:`COLUMNS` for ``block`` (all None without one: outputs written before the flags)."""
+    if block is None:
+        return dict.fromkeys(COLUMNS)
+    return {"nonanswer": block["nonanswer"], "questions": block["questions"], "flagged": flagged(block, threshold)}
+
+
 def flag_text(block: Mapping[str, Any]) -> str:
     """``"12 of 400 non-answers (3.0%)"``."""
     return f"{block['nonanswer']} of {block['questions']} non-answers ({100 * float(block['rate']):.1f}%)"

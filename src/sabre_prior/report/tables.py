@@ -43,7 +43,7 @@ COLUMN_TITLES: dict[str, str] = {
 MAIN_STEM = "main_results"
 CI_CSV_NAME = "main_results_ci.csv"
 #: ``nonanswer``, ``questions``, ``flagged``: the cell's non-answers (report.flags), empty without outcome counts.
-CI_CSV_COLUMNS: tuple[str, ...] = ("model", "split", "estimate", "low", "high", "nonanswer", "questions", "flagged")
+CI_CSV_COLUMNS: tuple[str, ...] = ("model", "split", "estimate", "low", "high", *flags.COLUMNS)
 
 #: How far an interval's estimate may differ from the metrics accuracy.
 _ESTIMATE_TOLERANCE = 1e-6
@@ -477,8 +477,7 @@ def render_ci_csv(results: Sequence[ModelResults], threshold: float = flags.DEFA
         for column in TABLE_COLUMNS:
             iv = r.interval(column)
             if iv is not None:
-                b = r.nonanswer_block(column)
-                counts = [b["nonanswer"], b["questions"], flags.flagged(b, threshold)] if b else [None, None, None]
+                counts = flags.columns(r.nonanswer_block(column), threshold).values()
                 rows.append([r.key, column, *(style.score_text(x) for x in (iv.estimate, iv.low, iv.high)), *counts])
     return csv_text(CI_CSV_COLUMNS, rows)
 
