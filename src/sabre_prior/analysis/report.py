@@ -27,7 +27,7 @@ from ..errors import DataError
 from ..io_utils import write_text
 from ..options import options_mapping
 from ..report import flags
-from ..report.flags import footnote
+from ..report.flags import max_nonanswer_rate
 from ..report.style import BOLD_RULE, model_styles, n_text, tie_note
 from ..report.style import caption as figure_caption
 from .intervals import read_intervals
@@ -124,10 +124,6 @@ def read_csv_rows(path: str | Path | None) -> list[dict[str, str]]:
         raise DataError(f"{p}: table not found")
     with open(p, encoding="utf-8", newline="") as fh:
         return list(csv.DictReader(fh))
-
-
-def max_nonanswer_rate(params: Mapping[str, Any]) -> float:
-    return flags.max_nonanswer_rate(params)
 
 
 def report_data(
@@ -253,7 +249,7 @@ def main_table(
     cells = build_cells(results, threshold)
     index = [(*TABLE_SPLITS, MACRO).index(c) for c in columns]
     ties = tie_note([(COLUMN_TITLES[c], [row[j].value for row in cells]) for c, j in zip(columns, index)])
-    flag_note = footnote(
+    flag_note = flags.footnote(
         ((r.name, c, r.nonanswer_block(c)) for r in results for c in columns), threshold
     )
     return {
