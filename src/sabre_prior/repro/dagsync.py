@@ -290,10 +290,12 @@ def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None, hub:
     jobs = pipeline.jobs()
     # a dvc.lock with the very bytes the bridge recorded after its last commit is whole: only
     # another writer (DVC itself, a kill during its rewrite) can have damaged it
-    unchanged = use_dvc and _lock_token(root) == _read_json(root / SYNC_FILE).get("lock")
-    damaged = lock_damage(root) if use_dvc and not unchanged else None
+    token = _lock_token(root) if use_dvc else None
+    synced = _read_json(root / SYNC_FILE).get("lock") if use_dvc else None
+    damaged = lock_damage(root) if use_dvc and token != synced else None
     if damaged:
         quarantine_lock(root, damaged)
+        token = None  # set aside: there is no dvc.lock now
     verdicts = {j.name: state.verify(root, j, state.recipe_digest(root, j)) for j in jobs}
     pending = _read_pending(root)
     recipes_ok = state.verify(root, RECIPES, "-").proven  # type: ignore[arg-type]
@@ -302,8 +304,6 @@ def plan(pipeline: Pipeline, *, use_dvc: bool, lock: RunLock | None = None, hub:
             result.to_commit.add("recipes")  # DVC's stage is always_changed: the branch may move
         if written or pending or not recipes_ok:
             result.to_commit.add("recipes")
-        token = _lock_token(root)
-        synced = _read_json(root / SYNC_FILE).get("lock")
         if damaged or token is None:
             result.to_commit |= {n for n, v in verdicts.items() if v.proven} | {"recipes"}
         elif token != synced or pending:
