@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import contracts as C
-from .cliargs import add_params
+from .cliargs import add_data_dir, add_model, add_params
 from .inference.audit import audit_settings, select_subset
 from .report import flags
 
@@ -155,8 +155,8 @@ def _p_audit(sub: argparse._SubParsersAction) -> None:
         help="API stability audit of one model: the flip rate and accuracy across repeat 0 (the main run) "
         "and repeats 1..audit.repeats-1 (sabre audit-run)",
     )
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_model(p)
+    add_data_dir(p)
     p.add_argument("--traces-dir", required=True, help="the model's main traces (repeat 0)")
     p.add_argument("--runs-dir", help="the model's repeats r<r>.json from `sabre audit-run` (default: results/audit/<model>)")
     p.add_argument("--output", required=True, help="the audit JSON to write")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import contracts as C
-from .cliargs import add_params
+from .cliargs import add_data_dir, add_model, add_no_progress, add_params
 from .errors import ConfigError
 from .inference.audit import audit_journal_dir, audit_settings, select_subset
 
@@ -139,12 +139,12 @@ def _p_audit_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit-run", help="API stability audit: ask the audited subset once more as repeat r (1..audit.repeats-1)"
     )
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    add_model(p)
     p.add_argument("--repeat", type=int, help="the repeat to ask (default: every repeat 1..audit.repeats-1)")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_data_dir(p)
     p.add_argument("--outdir", default=RUNS_DIR, help=f"where <model>/r<r>.json go (default: {RUNS_DIR})")
     p.add_argument("--output", help="the repeat's JSON (with --repeat; default: <outdir>/<model>/r<repeat>.json)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(p)
     add_params(p)
     p.set_defaults(func=_audit_run)
 

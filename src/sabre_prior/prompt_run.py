@@ -26,7 +26,7 @@ import argparse
 from collections.abc import Callable
 
 from . import contracts as C
-from .cliargs import add_params
+from .cliargs import add_data_dir, add_model, add_no_progress, add_params
 from .inference.journal import Journal, journal_path, read_journal, template_journal_dir
 
 if TYPE_CHECKING:
@@ -133,10 +133,10 @@ def _p_prompt_run(sub: argparse._SubParsersAction) -> None:
         "prompt-run", help="run one model under one template of prompt.templates on every split and score it"
     )
     p.add_argument("--template", required=True, help="a template listed in prompt.templates (docs/prompts.md)")
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_model(p)
+    add_data_dir(p)
     p.add_argument("--outdir", required=True, help="where predictions/, usage/, traces/ and metrics.json go")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(p)
     add_params(p)
     p.set_defaults(func=_prompt_run)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import contracts as C
-from ..cliargs import add_params
+from ..cliargs import add_data_dir, add_model, add_params
 
 if TYPE_CHECKING:
     _Sub = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -65,7 +65,7 @@ def _interval_text(entry: dict[str, Any]) -> str:
 
 def _p_intervals(sub: _Sub) -> None:
     p = sub.add_parser("intervals", help="bootstrap confidence intervals of a model's split and macro accuracies")
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    add_model(p)
     p.add_argument("--traces-dir", help="the model's traces (default: results/traces/<model>)")
     p.add_argument("--metrics", help="metrics file to cross-check (default: results/metrics/<model>.json)")
     p.add_argument("--no-metrics-check", action="store_true", help="do not cross-check against the metrics file")
@@ -134,7 +134,7 @@ def _p_diagnose(sub: _Sub) -> None:
     p.add_argument(
         "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
     )
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_data_dir(p)
     p.add_argument("--tables-dir", default=C.TABLES_DIR, help="folder for the diagnostics CSV tables")
     p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the diagnostics figures")
     p.add_argument("--json", default=C.DIAGNOSTICS_JSON, help="machine-readable output")

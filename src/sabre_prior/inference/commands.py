@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import contracts as C
-from ..cliargs import add_params
+from ..cliargs import add_model, add_no_progress, add_params
 
 
 # ---------------------------------------------------------------------------
@@ -55,14 +55,14 @@ def _predict(args: argparse.Namespace) -> int:
 
 def _p_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="run one model on one split; write the official prediction file")
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    add_model(p)
     p.add_argument("--split", required=True, choices=C.SPLITS, help="the split to answer")
     p.add_argument("--data", help="Parquet split (default: data/parquet/<split>.parquet)")
     p.add_argument("--output", help="prediction file (default: results/predictions/<model>/<split>.jsonl)")
     p.add_argument(
         "--usage", help="usage summary to write (default: results/usage/<model>/<split>.json)"
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress(p)
     p.add_argument(
         "--retry-refusals",
         action="store_true",
@@ -143,7 +143,7 @@ def _batches(args: argparse.Namespace) -> int:
 
 def _p_batches(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("batches", help="list a model's pending provider batches with their status; --cancel cancels them")
-    p.add_argument("--model", required=True, help="a key of `models` in params.yaml")
+    add_model(p)
     p.add_argument("--splits", nargs="+", choices=C.SPLITS, help="the splits whose batches to show (default: the splits of params.yaml)")
     p.add_argument("--cancel", action="store_true", help="cancel every pending batch (its finished answers are still collected)")
     p.add_argument("--offline", action="store_true", help="list from the ledger only, without asking the provider")

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .. import contracts as C
-from ..cliargs import add_params
+from ..cliargs import add_data_dir, add_params
 from ..errors import SabreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +57,7 @@ def _manifest(args: argparse.Namespace) -> int:
 def _p_manifest(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
     p.add_argument("--output", default="results/manifest.json", help="the run manifest JSON to write")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_data_dir(p)
     p.add_argument(
         "--usage-dir",
         help="usage summaries (<model>/<split>.json): list the model versions the providers said served each model",

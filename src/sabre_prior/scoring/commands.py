@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import contracts as C
+from ..cliargs import add_data_dir
 
 
 # ---------------------------------------------------------------------------
@@ -40,7 +41,7 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score prediction files under the official contract (like evaluate.py)")
     p.add_argument("--predictions", required=True, help="directory holding <split>.jsonl prediction files")
     p.add_argument("--output", required=True, help="metrics JSON file to write")
-    p.add_argument("--data", default=C.PARQUET_DIR, help=f"directory of <split>.parquet (default: {C.PARQUET_DIR})")
+    add_data_dir(p)
     p.add_argument(
         "--trace-dir",
         help="where per-question traces <split>.jsonl go (default: beside --output, in <output stem>.traces/)",
