@@ -88,7 +88,7 @@ def run_audit(
             nonanswer += t["outcome"] in C.NON_ANSWERS
     usage_by_repeat: dict[str, dict[str, Any]] = {}
     served: dict[str, int] = {}
-    for r in range(1, audit.repeats):
+    for r in audit.asked:
         path = Path(runs_dir) / f"r{r}.json"
         fix = f"run `sabre audit-run --model {model} --repeat {r}` (or the pipeline)"
         run = read_json_file(path, missing=f"repeat {r} of the audit of model {model!r} not found: {fix}", error=DataError)

@@ -36,11 +36,6 @@ def run_path(model: str, repeat: int, runs_dir: str | Path = RUNS_DIR) -> Path:
     return Path(runs_dir) / model / f"r{repeat}.json"
 
 
-def repeats_to_run(params: Mapping[str, Any]) -> list[int]:
-    """The repeats a job can ask: 1..k-1 (none while the audit is off)."""
-    return list(range(1, audit_settings(params).repeats))
-
-
 def run_repeat(
     model: str,
     settings: Mapping[str, Any],
@@ -59,7 +54,7 @@ def run_repeat(
     from .scoring.evaluate import read_predictions, trace_rows, usage_ids
 
     audit = audit_settings(params)
-    if repeat not in repeats_to_run(params):
+    if repeat not in audit.asked:
         raise ConfigError(
             f"--repeat {repeat}: audit.repeats is {audit.repeats} in params.yaml, so the repeats to ask are "
             + (f"1..{audit.repeats - 1}" if audit.repeats > 1 else "none (the audit is off)")
@@ -123,7 +118,7 @@ def _audit_run(args: argparse.Namespace) -> int:
     settings = model_settings(params, args.model, args.params)
     if args.output and args.repeat is None:
         raise ConfigError("--output names one repeat's file: give --repeat too (or --outdir for every repeat)")
-    repeats = [args.repeat] if args.repeat is not None else repeats_to_run(params)
+    repeats = [args.repeat] if args.repeat is not None else audit_settings(params).asked
     if not repeats:
         print(f"{args.model}: audit off (audit.repeats is 1): nothing to ask")
     for r in repeats:

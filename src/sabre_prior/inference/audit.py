@@ -43,6 +43,11 @@ class AuditSettings:
     def enabled(self) -> bool:
         return self.repeats > 1
 
+    @property
+    def asked(self) -> list[int]:
+        """The repeats asked again: 1..k-1 (repeat 0 is the main run; none while the audit is off)."""
+        return list(range(1, self.repeats))
+
 
 def audit_settings(params: Mapping[str, Any]) -> AuditSettings:
     section = params.get("audit") or {}

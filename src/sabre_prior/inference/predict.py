@@ -452,7 +452,7 @@ def estimate_dimensions(
     audit = audit_settings(params)
     if audit.repeats > 1:
         ids = audited_ids(data, split, audit)
-        for r in range(1, audit.repeats):
+        for r in audit.asked:
             out.append(
                 estimate_split(
                     model, config, split, data, template=templates[0],

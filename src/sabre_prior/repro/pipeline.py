@@ -421,7 +421,7 @@ def repeats(params: Mapping[str, Any]) -> list[str]:
     """The ``repeat`` dimension: the audit's repeats 1..k-1 of ``audit.repeats: k`` (none while it is 1)."""
     from ..inference.audit import audit_settings
 
-    return [str(r) for r in range(1, audit_settings(params).repeats)]
+    return [str(r) for r in audit_settings(params).asked]
 
 
 # ---------------------------------------------------------------------------
