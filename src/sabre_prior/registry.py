@@ -183,6 +183,14 @@ def batch_schema_rules() -> list[dict[str, object]]:
 BATCH_KEYS = frozenset({"enabled", "wait", "poll_s", "max_requests", "max_bytes", "retry", "max_attempts", "prices"})
 
 
+def max_output_tokens(settings: Mapping[str, Any], model: str = "?") -> int:
+    """``models.<model>.max_output_tokens`` (default :data:`DEFAULT_MAX_OUTPUT_TOKENS`), checked."""
+    value = settings.get("max_output_tokens", DEFAULT_MAX_OUTPUT_TOKENS)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"models.{model}.max_output_tokens must be a positive integer, got {value!r}")
+    return value
+
+
 def price_values(settings: Mapping[str, Any], model: str = "?") -> tuple[float, float] | None:
     """``prices`` of a model as (input, output) USD per million tokens, checked (None without)."""
     raw = settings.get("prices")

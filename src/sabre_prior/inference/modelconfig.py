@@ -54,9 +54,7 @@ class ModelConfig:
         if not isinstance(backend, str):
             raise ConfigError(f"models.{name}.backend is missing")
         kind = registry.kind_of(backend)
-        max_out = settings.get("max_output_tokens", registry.DEFAULT_MAX_OUTPUT_TOKENS)
-        if isinstance(max_out, bool) or not isinstance(max_out, int) or max_out < 1:
-            raise ConfigError(f"models.{name}.max_output_tokens must be a positive integer, got {max_out!r}")
+        max_out = registry.max_output_tokens(settings, name)
         batch = BatchSettings.from_settings(settings, name)
         return cls(
             name=name,

@@ -334,10 +334,7 @@ class ApiBackend(Backend):
         if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
             raise ConfigError(f"models.{name}.temperature must be a number or null, got {temperature!r}")
         self.temperature: float | None = None if temperature is None else float(temperature)
-        max_out = settings.get("max_output_tokens", registry.DEFAULT_MAX_OUTPUT_TOKENS)
-        if isinstance(max_out, bool) or not isinstance(max_out, int) or max_out < 1:
-            raise ConfigError(f"models.{name}.max_output_tokens must be a positive integer, got {max_out!r}")
-        self.max_output_tokens: int = max_out
+        self.max_output_tokens: int = registry.max_output_tokens(settings, name)
         extra = settings.get("extra_body") or {}
         if not isinstance(extra, Mapping):
             raise ConfigError(f"models.{name}.extra_body must be a mapping")
