@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from project import built_once
+
+# Byte-code caching on for this run and every process it starts, even where the environment turns
+# it off (PYTHONDONTWRITEBYTECODE=1, as on the CI machine): without it each of the ~1,500 `sabre`
+# processes of the suite compiles the package again (~0.07 s each), and pytest rewrites the
+# assertions of every test module again in each xdist worker (it caches the rewritten modules only
+# where byte code may be written: 5-6 CPU-s per worker). __pycache__/ is in .gitignore.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Set before anything imports `datasets` / `huggingface_hub` (they read these at import time).
 _HF_TMP = Path(tempfile.mkdtemp(prefix="sabre-tests-hf-"))
@@ -37,6 +46,55 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             start()
 
 
+#: The longest tests (wall seconds on the idle 2-core machine, `--durations`): slurm run 223,
+#: bridge going-back 172, dvc repro + pull 146, the nine open-VLM families 127, gpu_check on CPU
+#: 117, bridge kill inside dvc commit 111, dvc edited output 101, bridge add/remove 96, the
+#: documented snakemake commands 94, the GPU lock's resolution 82. A scheduling hint only (a
+#: name that no longer matches loses its place, nothing else): see pytest_collection_modifyitems.
+START_FIRST = (
+    "tests/test_slurm.py::test_slurm_run_equals_local_run",
+    "tests/test_bridge.py::test_going_back_to_a_state_snakemake_saw_after_dvc_built_another",
+    "tests/test_reproduce.py::test_dvc_repro_makes_the_same_bytes_and_a_colleague_pulls_them",
+    "tests/models/test_transformers_families.py::test_family_through_snakemake",
+    "tests/test_gpu_check.py::test_smoke_run_on_cpu",
+    "tests/test_bridge.py::test_a_kill_inside_dvc_commit_recovers_and_dvc_push_pushes_everything",
+    "tests/test_dvc.py::test_an_edited_output_is_made_again_by_either_tool",
+    "tests/test_bridge.py::test_add_a_model_dvc_repro_remove_it_snakemake_lists_only_params_models",
+    "tests/test_documented_commands.py::test_every_documented_snakemake_command_parses",
+    "tests/test_lock.py::test_gpu_lock_resolves_to_itself",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: the final list
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's worksteal, worker j first gets the j-th of N contiguous slices of the
+    list, and a worker that runs dry steals from the *end* of another's queue: the longest tests
+    must each head a different slice, or they run one after the other in one worker and set the
+    tail of the run. So the :data:`START_FIRST` tests are dealt round-robin to the heads of the
+    slices xdist will cut (the slice sizes of ``WorkStealingScheduling.check_schedule``); the rest
+    keep their order. Every worker collects and reorders alike (xdist checks the collections agree)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    # one group per name (a parametrised test's cases stay together: they share its fixtures)
+    groups = [[it for it in items if it.nodeid == name or it.nodeid.startswith(name + "[")] for name in START_FIRST]
+    groups = [g for g in groups if g]
+    if workers < 2 or not groups:
+        return
+    chosen = {id(it) for g in groups for it in g}
+    rest = [it for it in items if id(it) not in chosen]
+    heads = [[it for g in groups[j::workers] for it in g] for j in range(workers)]
+    out: list[pytest.Item] = []
+    left = len(items)
+    for j in range(workers):
+        size = left // (workers - j)  # the slice xdist sends worker j
+        left -= size
+        take = max(0, size - len(heads[j]))
+        out += heads[j] + rest[:take]
+        rest = rest[take:]
+    out += rest
+    assert len(out) == len(items)
+    items[:] = out
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: two workers per core, at most 8. Much of the suite waits (fake servers' latency,
     Snakemake/DVC subprocesses, retry back-offs), so a second worker per core fills the waits: on
@@ -48,25 +106,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
 
 
-def _built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
-    """``build(dir)`` once per test run: under pytest-xdist the workers share one result (the
-    pattern of pytest-xdist's docs, "Making session-scoped fixtures execute only once": a file
-    lock in the directory all workers' base temp dirs share); without xdist, once per session.
-    What is built is read-only for the tests (each copies what it changes)."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        out = tmp_path_factory.mktemp(name)
-        build(out)
-        return out
-    from filelock import FileLock
-
-    out = tmp_path_factory.getbasetemp().parent / f"shared-{name}"
-    with FileLock(f"{out}.lock"):
-        if not (out / ".built").is_file():
-            shutil.rmtree(out, ignore_errors=True)  # what a worker that failed half way left
-            out.mkdir()
-            build(out)
-            (out / ".built").write_text("", encoding="utf-8")
-    return out
+_built_once = built_once  # tests/project.py
 
 
 @pytest.fixture(scope="session")
@@ -113,3 +153,27 @@ def demo_repo_run_copy(demo_repo_run: Path, tmp_path_factory: pytest.TempPathFac
     from dvc_helpers import copy_tree
 
     return copy_tree(demo_repo_run, tmp_path_factory.mktemp("demo-run-copy") / "project")
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished local `snakemake --cores 2 all` of the project with the demo models plus the tiny
+    random VLM (tests/fixtures/tiny_vlm.py; one GPU asked for per job, as on a cluster), run once
+    per session for the tests that need a finished tiny-VLM run (the transformers pipeline test,
+    the SLURM run that must equal it). The directory holds ``model/`` (the checkpoint), ``fresh/``
+    (the project before the run: copy it to run it elsewhere) and ``local/`` (the finished run).
+    Shared and read-only: copy what you change."""
+    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    import importlib.util
+
+    def build(root: Path) -> None:
+        spec = importlib.util.spec_from_file_location("local_model_project", Path(__file__).parent / "fixtures" / "local_model_project.py")
+        assert spec and spec.loader
+        lmp = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(lmp)
+        model = lmp.tiny_vlm_module().build_tiny_vlm(root / "model")
+        fresh = lmp.make_project(root / "fresh", {"tiny": lmp.tiny_model_settings(model, gpus=1)})
+        shutil.copytree(fresh, root / "local", symlinks=True)
+        lmp.project_module().snakemake(["--cores", "2", "all"], root / "local", timeout=900)
+
+    return _built_once(tmp_path_factory, "tiny-vlm-run", build)

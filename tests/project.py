@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -57,3 +58,26 @@ def run(cmd: list[str], cwd: Path, timeout: float = 600, check: bool = True) -> 
 
 def snakemake(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess[str]:
     return run([str(BIN / "snakemake"), *args], cwd, **kw)
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """``build(dir)`` once per test run: under pytest-xdist the workers share one result (the
+    pattern of pytest-xdist's docs, "Making session-scoped fixtures execute only once": a file
+    lock in the directory all workers' base temp dirs share); without xdist, once per session.
+    For the expensive fixtures (whole pipeline runs) that a module-scoped fixture would build again
+    in every worker running one of its tests. What is built is read-only for the tests (each
+    copies what it changes)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        build(out)
+        return out
+    from filelock import FileLock
+
+    out = tmp_path_factory.getbasetemp().parent / f"shared-{name}"
+    with FileLock(f"{out}.lock"):
+        if not (out / ".built").is_file():
+            shutil.rmtree(out, ignore_errors=True)  # what a worker that failed half way left
+            out.mkdir()
+            build(out)
+            (out / ".built").write_text("", encoding="utf-8")
+    return out

@@ -142,3 +142,33 @@ def test_a_module_nothing_imports_is_in_no_recipe_and_an_edit_changes_the_blob_i
     target.write_text(target.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     after = Closure(src).code_ids(start)
     assert {k for k in before if before[k] != after[k]} == {"src/sabre_prior/report/tables.py"}
+
+
+def test_the_parse_cache_gives_the_same_closures_and_follows_an_edit(tmp_path):
+    """Closures computed with the cross-process parse cache (.sabre/cache/closure.json) equal the
+    ones parsed afresh, before and after an edit that adds an import; a damaged cache is ignored."""
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(PKG, src / "sabre_prior", ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "closure.json"
+    starts = [["sabre_prior.cli", f"sabre_prior.{m}"] for m in sorted(set(cli.COMMANDS.values()))]
+
+    def closures(use_cache: bool) -> list[dict[str, str]]:
+        c = Closure(src, cache=cache if use_cache else None)
+        return [c.code_ids(s) for s in starts]
+
+    fresh = closures(False)
+    assert closures(True) == fresh and cache.is_file()  # fills the cache
+    stamp = cache.stat().st_mtime_ns
+    assert closures(True) == fresh and cache.stat().st_mtime_ns == stamp  # all hits: not rewritten
+    # an edit: the report commands now import the engine; the cached entry of the old bytes is not used
+    target = src / "sabre_prior" / "report" / "tables.py"
+    target.write_text(target.read_text(encoding="utf-8") + "\nfrom ..inference import engine  # noqa\n", encoding="utf-8")
+    edited = closures(False)
+    assert edited != fresh and closures(True) == edited
+    report = starts.index(["sabre_prior.cli", "sabre_prior.report.commands"])
+    engine = "src/sabre_prior/inference/engine.py"
+    assert engine not in fresh[report] and engine in edited[report]
+    cache.write_text("{not json", encoding="utf-8")
+    assert closures(True) == edited

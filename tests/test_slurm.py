@@ -166,18 +166,19 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
+def test_slurm_run_equals_local_run(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The demo models plus the tiny VLM asking for one (fake) GPU per job, run on the cluster,
+    make the same bytes as the same project run locally (the session's shared tiny-VLM run,
+    tests/conftest.py::tiny_vlm_run, made from the same project files)."""
     reason = slurm_cluster.unavailable_reason()
     if reason:
         pytest.skip(reason)
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
         pytest.skip("snakemake-executor-plugin-slurm is not installed (pip install -e '.[cluster]')")
-    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
-    model = _load("tiny_vlm").build_tiny_vlm(tmp_path / "tiny_vlm")
-    # the demo models plus the tiny VLM asking for one (fake) GPU per job
-    local = lmp.make_project(tmp_path / "local", {"tiny": lmp.tiny_model_settings(model, gpus=1)})
+    shared = request.getfixturevalue("tiny_vlm_run")  # after the skips: building it runs the pipeline
+    local = shared / "local"
     cluster_copy = tmp_path / "cluster"
-    shutil.copytree(local, cluster_copy, symlinks=True)
+    shutil.copytree(shared / "fresh", cluster_copy, symlinks=True)
     project = lmp.project_module()
 
     cluster = slurm_cluster.LocalSlurm(tmp_path / "slurm", mem_mb=6000, gpus=1)
@@ -212,7 +213,6 @@ def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
     finally:
         cluster.stop()
 
-    project.snakemake(["--cores", "2", "all"], local)
     for sub in ("results", "data"):
         a, b = _tree(local / sub), _tree(cluster_copy / sub)
         assert sorted(a) == sorted(b)

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from dvc_helpers import copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, smk
 from layouts import LAYOUTS, write_layout
+from project import built_once
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +25,7 @@ AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html
               "prompt_run", "audit", "prompt_sensitivity", "stability"}  # fmt: skip
 
 
-def use_source(project: Path, source: Path) -> None:
+def use_source(project: Path, source: Path | str) -> None:
     """params.yaml with `source` and one model (keeps the runs short)."""
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     params["dataset"]["source"] = str(source)
@@ -44,15 +45,22 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_repo(tmp_path_factory.mktemp("sources") / "base")
 
 
-@pytest.fixture(scope="module")
-def local_run(base: Path, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("local-run")
-    mirror = write_layout(demo_dir, root / "mirror", "nested")
-    project = copy_tree(base, root / "project")
-    use_source(project, mirror)
-    proc = smk(project, "--cores", "2", "all")
-    assert "recorded" in out(proc), out(proc)[-3000:]
-    return project, mirror
+@pytest.fixture(scope="session")
+def local_run(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A finished run of the project on a mirror inside it, named by a relative path (``./mirror``),
+    built once per test run (``built_once``): a copy of the project (``copy_tree``, with its mtimes)
+    is a finished run on its own copy of the mirror, so a test can edit the copy's mirror without
+    a full run first. Read-only: copy it."""
+
+    def build(root: Path) -> None:
+        project = make_repo(root / "project")
+        write_layout(demo_dir, project / "mirror", "nested")
+        use_source(project, "./mirror")
+        proc = smk(project, "--cores", "2", "all")
+        assert "recorded" in out(proc), out(proc)[-3000:]
+
+    project = built_once(tmp_path_factory, "sources-local-run", build) / "project"
+    return project, project / "mirror"
 
 
 def test_a_local_mirror_runs_end_to_end_and_both_tools_agree(local_run: tuple[Path, Path]) -> None:
@@ -70,11 +78,9 @@ def test_a_local_mirror_runs_end_to_end_and_both_tools_agree(local_run: tuple[Pa
 
 
 def test_an_edited_split_refetches_only_that_split_in_snakemake(local_run: tuple[Path, Path], tmp_path: Path) -> None:
-    project = copy_tree(local_run[0], tmp_path / "p")
-    mirror = copy_tree(local_run[1], tmp_path / "m")
-    use_source(project, mirror)  # the copy of the mirror (an edit of the source's path re-fetches all)
-    smk(project, "--cores", "2", "all")
-    edit_question(mirror, "language")
+    project = copy_tree(local_run[0], tmp_path / "p")  # with its own copy of the mirror, ./mirror
+    assert planned_jobs(out(smk(project, "-n", "all"))) == {}
+    edit_question(project / "mirror", "language")
     jobs = planned_jobs(out(smk(project, "-n", "all")))
     assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
     assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
@@ -86,11 +92,8 @@ def test_an_edited_split_refetches_only_that_split_in_snakemake(local_run: tuple
 
 
 def test_an_edited_split_refetches_only_that_split_in_dvc(local_run: tuple[Path, Path], tmp_path: Path) -> None:
-    project = copy_tree(local_run[0], tmp_path / "p")
-    mirror = copy_tree(local_run[1], tmp_path / "m")
-    use_source(project, mirror)
-    smk(project, "--cores", "2", "all")
-    edit_question(mirror, "attribute")
+    project = copy_tree(local_run[0], tmp_path / "p")  # with its own copy of the mirror, ./mirror
+    edit_question(project / "mirror", "attribute")
     ran = dvc_ran(out(dvc(project, "repro")))
     assert [s for s in ran if s.startswith(("fetch", "predict", "evaluate"))] == [
         "fetch@attribute", "predict@random-attribute", "evaluate@random"

@@ -6,14 +6,16 @@ batch size 4 answers as batch size 1 does, and the image reaches the model."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="the local-model stack (pip install -e '.[local]') is not installed")
-pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+# find_spec, not importorskip: collecting this module (in every xdist worker) does not import torch
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+    pytest.skip("the local-model stack (pip install -e '.[local]') is not installed", allow_module_level=True)
 
 from PIL import Image  # noqa: E402
 
@@ -36,11 +38,15 @@ def _fixture(name: str):
 FAMILIES = list(_fixture("tiny_families").FAMILIES)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny random checkpoint of each family, built once per test run (tests/project.py's
+    ``built_once``: shared by the xdist workers). Read-only."""
     tf = _fixture("tiny_families")
-    root = tmp_path_factory.mktemp("families")
-    return {family: tf.build(family, root / family) for family in FAMILIES}
+    root = _fixture("project").built_once(
+        tmp_path_factory, "families", lambda d: [tf.build(family, d / family) for family in FAMILIES]
+    )
+    return {family: root / family for family in FAMILIES}
 
 
 def _settings(path: Path, batch_size: int) -> dict:
@@ -48,23 +54,23 @@ def _settings(path: Path, batch_size: int) -> dict:
             "max_output_tokens": NEW_TOKENS, "threads": 1, "mem_mb": 1000, "runtime": 10}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pipeline(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real `snakemake` run: every family's predictions for the split (batch size 4)."""
+    """One real `snakemake` run: every family's predictions for the split (batch size 4), once per
+    test run (shared by the xdist workers). Read-only."""
     import yaml
 
     lmp = _fixture("local_model_project")
-    root = lmp.make_project(
-        tmp_path_factory.mktemp("families_project") / "p",
-        {f: _settings(p, batch_size=4) for f, p in checkpoints.items()},
-        only=True,
-    )
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["splits"] = [SPLIT]
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    targets = [f"results/predictions/{f}/{SPLIT}.jsonl" for f in checkpoints]
-    lmp.project_module().snakemake(["--cores", "2", *targets], root, timeout=900)
-    return root
+
+    def build(out: Path) -> None:
+        root = lmp.make_project(out / "p", {f: _settings(p, batch_size=4) for f, p in checkpoints.items()}, only=True)
+        params = yaml.safe_load((root / "params.yaml").read_text())
+        params["splits"] = [SPLIT]
+        (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        targets = [f"results/predictions/{f}/{SPLIT}.jsonl" for f in checkpoints]
+        lmp.project_module().snakemake(["--cores", "2", *targets], root, timeout=900)
+
+    return _fixture("project").built_once(tmp_path_factory, "families-project", build) / "p"
 
 
 @pytest.mark.slow

@@ -568,7 +568,10 @@ class Pipeline:
         from .closure import Closure
 
         if self._closure is None:
-            self._closure = Closure(self.root / "src" if (self.root / PACKAGE_DIR).is_dir() else _installed_src())
+            self._closure = Closure(
+                self.root / "src" if (self.root / PACKAGE_DIR).is_dir() else _installed_src(),
+                cache=self.root / ".sabre" / "cache" / "closure.json",
+            )
         return self._closure
 
     def code_start(self, job: Job) -> list[str]:
