@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sabre_prior import config
 from sabre_prior.cli import main
 from sabre_prior.config import load_params, model_settings, schema_path, validate_params
 from sabre_prior.errors import ConfigError
@@ -129,3 +130,32 @@ def test_snakemake_stops_on_an_unknown_key_with_the_suggestion(tmp_path: Path) -
     assert proc.returncode != 0
     assert "analysis.sead: unknown key (did you mean 'seed'?)" in proc.stdout + proc.stderr
     shutil.rmtree(project)
+
+
+def test_a_file_validated_at_dag_build_is_not_validated_again_by_its_jobs(
+    tmp_path: Path, params: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate_for_run (the Snakefile's check) remembers the file when the checked mapping is the
+    file's content, so each job's load_params skips jsonschema; a mapping that differs from the
+    file (Snakemake's --config merged in) is not remembered, and an edited file is validated again."""
+    from sabre_prior.buildcheck import validate_for_run
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    calls: list[str] = []
+    real = config.validate_params
+    monkeypatch.setattr(config, "validate_params", lambda p, source="params.yaml": (calls.append(source), real(p, source)))
+
+    merged = {**params, "splits": list(params["splits"])[:1]}
+    validate_for_run(merged, "params.yaml")  # what --config would give: not the file's content
+    assert not (tmp_path / ".sabre").exists()
+    config.load_params("params.yaml")
+    assert len(calls) == 2  # the "DAG build" check, then load_params's own (not remembered), which remembers it
+    text = yaml.safe_dump(params, sort_keys=False)
+    (tmp_path / "params.yaml").write_text(text + "# edited once\n", encoding="utf-8")
+    validate_for_run(config.read_params_file("params.yaml"), "params.yaml")
+    calls.clear()
+    assert config.load_params("params.yaml") == params and calls == []  # remembered at "DAG build"
+    (tmp_path / "params.yaml").write_text(text + "# edited twice\n", encoding="utf-8")
+    config.load_params("params.yaml")
+    assert calls == ["params.yaml"]  # new bytes: validated again

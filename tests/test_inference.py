@@ -217,3 +217,48 @@ def test_estimate_uses_each_providers_image_rule_and_shows_allowances(tmp_path: 
     assert e.cost_allowance == pytest.approx(2 * e.cost_max, rel=1e-3)  # one budget-spent retry per call
     text = format_estimates(list(est.values()))
     assert "with retries" in text and "gemini-3.5" in text.split("* reasoning")[1]
+
+
+def _pil_size(data: bytes) -> tuple[int | None, int | None]:
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            return im.width, im.height
+    except Exception:
+        return None, None
+
+
+def test_the_header_size_is_pils_size(demo_parquet_dir: Path) -> None:
+    """The stored size read from a JPEG frame header or PNG IHDR (no PIL on the first request's path)
+    is what PIL reports, for the demo's images and for the encodings a real split may hold:
+    baseline, progressive, with EXIF (rotation is not applied by either), with restart markers,
+    grayscale, CMYK, PNG; anything else or malformed falls back to PIL and agrees with it."""
+    import io
+
+    from PIL import Image
+
+    from sabre_prior.data.parquet import iter_rows
+
+    def encode(img: Image.Image, fmt: str, **kw) -> bytes:
+        buf = io.BytesIO()
+        img.save(buf, fmt, **kw)
+        return buf.getvalue()
+
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: rotate 90
+    rgb = Image.new("RGB", (123, 45), "red")
+    samples = [
+        encode(rgb, "JPEG"), encode(rgb, "JPEG", progressive=True), encode(rgb, "JPEG", exif=exif.tobytes()),
+        encode(rgb, "JPEG", restart_marker_blocks=1), encode(rgb.convert("L"), "JPEG"),
+        encode(rgb.convert("CMYK"), "JPEG"), encode(rgb, "PNG"), encode(rgb.convert("RGBA"), "PNG"),
+        encode(rgb, "GIF"), encode(rgb, "WEBP"), b"\xff\xd8\xff\xe0\x00", b"\xff\xd8garbage", b"not an image",
+    ]  # fmt: skip
+    samples += [row["image"] for split in ("context", "attribute") for row in iter_rows(demo_parquet_dir / f"{split}.parquet")]
+    for data in samples:
+        assert prompts._pixel_size(data) == _pil_size(data), data[:16]
+    assert prompts._header_size(samples[0]) == (123, 45) and prompts._header_size(samples[6]) == (123, 45)
+    assert prompts._header_size(samples[2]) == (123, 45)  # stored size, EXIF rotation not applied
+    assert prompts._header_size(samples[8]) is None  # GIF: PIL's answer

@@ -17,9 +17,10 @@ from .errors import ConfigError
 
 def validate_for_run(params: Mapping[str, Any], source: str = "params.yaml") -> None:
     """The schema (:func:`~sabre_prior.config.validate_params`), then :func:`check_settings`."""
-    from .config import validate_params
+    from .config import remember_validated, validate_params
 
     validate_params(params, source)
+    remember_validated(source, params)  # the jobs that read the same file skip its validation
     check_settings(params, source)
 
 

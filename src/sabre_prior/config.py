@@ -219,6 +219,20 @@ def _validated_marker(raw: bytes) -> Path | None:
     return VALIDATED_DIR / h.hexdigest()
 
 
+def remember_validated(path: str | Path, params: Mapping[str, Any]) -> None:
+    """Remember that ``path`` is valid, after ``params`` passed :func:`validate_params`, if they are
+    exactly what the file holds (not, say, the file merged with Snakemake's ``--config``): then
+    :func:`load_params` in each job need not import jsonschema and validate the same bytes again."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+        if read_params_file(p) != params:
+            return
+    except (OSError, ConfigError):
+        return
+    _remember(_validated_marker(raw))
+
+
 def _remember(marker: Path | None) -> None:
     if marker is None:
         return
