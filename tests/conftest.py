@@ -68,20 +68,30 @@ START_FIRST = (
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: the final list
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist's worksteal, worker j first gets the j-th of N contiguous slices of the
-    list, and a worker that runs dry steals from the *end* of another's queue: the longest tests
-    must each head a different slice, or they run one after the other in one worker and set the
-    tail of the run. So the :data:`START_FIRST` tests are dealt round-robin to the heads of the
-    slices xdist will cut (the slice sizes of ``WorkStealingScheduling.check_schedule``); the rest
-    keep their order. Every worker collects and reorders alike (xdist checks the collections agree)."""
+    list, and a worker that runs dry steals from the *end* of another's queue. So every slice
+    starts with whole-pipeline tests and ends with quick ones: the :data:`START_FIRST` tests, then
+    the other ``slow`` tests one module at a time (a module's tests stay together: they share its
+    module fixtures), are dealt to the slices' heads in turn (0, 1, .., N-1, N-1, .., 0, ...);
+    the quick tests fill the rest of each slice in their usual order (the slice sizes of
+    ``WorkStealingScheduling.check_schedule``), and are what idle workers steal at the end. Every
+    worker collects and reorders alike (xdist checks the collections agree)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    # one group per name (a parametrised test's cases stay together: they share its fixtures)
+    if workers < 2:
+        return
     groups = [[it for it in items if it.nodeid == name or it.nodeid.startswith(name + "[")] for name in START_FIRST]
     groups = [g for g in groups if g]
-    if workers < 2 or not groups:
-        return
     chosen = {id(it) for g in groups for it in g}
+    by_module: dict[str, list[pytest.Item]] = {}
+    for it in items:
+        if id(it) not in chosen and it.get_closest_marker("slow") is not None:
+            by_module.setdefault(it.nodeid.split("::")[0], []).append(it)
+    groups += list(by_module.values())
+    chosen |= {id(it) for g in by_module.values() for it in g}
     rest = [it for it in items if id(it) not in chosen]
-    heads = [[it for g in groups[j::workers] for it in g] for j in range(workers)]
+    heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, group in enumerate(groups):
+        lap, pos = divmod(n, workers)
+        heads[pos if lap % 2 == 0 else workers - 1 - pos] += group
     out: list[pytest.Item] = []
     left = len(items)
     for j in range(workers):
