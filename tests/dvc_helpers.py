@@ -110,3 +110,22 @@ NEW_MODEL = """  always_yes_again:
     strategy: always_yes
     display_name: Always yes (again)
 """
+
+
+def aggregate_stages() -> set[str]:
+    """The stages that read every model's outputs (none of them per model, a dependency naming
+    ``{*model}``), from the pipeline's declaration (sabre_prior.repro.pipeline.STAGES): what
+    re-runs, besides the model's own jobs, when any one model's results change."""
+    from sabre_prior.repro.pipeline import STAGES
+
+    return {s.name for s in STAGES if "model" not in s.over and any("{*model}" in d for d in s.deps)}
+
+
+def model_answer_readers() -> set[str]:
+    """The per-model stages, not per split, that read the model's own answers (a dependency under
+    ``results/predictions/{model}`` or ``results/traces/{model}``): evaluate, intervals, and the
+    prompt runs and the audit, which re-ask only what the model's main answers say."""
+    from sabre_prior.repro.pipeline import STAGES
+
+    answers = ("results/predictions/{model}/", "results/traces/{model}/")
+    return {s.name for s in STAGES if "model" in s.over and "split" not in s.over and any(d.startswith(answers) for d in s.deps)}

@@ -18,6 +18,7 @@ import yaml
 from dvc_helpers import (
     NEW_MODEL,
     PLANTED,
+    aggregate_stages,
     copy_tree,
     dvc,
     dvc_ran,
@@ -34,11 +35,8 @@ from project import BIN, ROOT
 pytestmark = pytest.mark.slow
 
 UP_TO_DATE = "Data and pipelines are up to date."
-#: Stages that aggregate over all models (re-run when a model is added or changed).
-AGGREGATES = {
-    "tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data",
-    "prompt_sensitivity", "stability",
-}  # fmt: skip
+#: Stages that aggregate over all models (re-run when a model is added or changed): from the declaration.
+AGGREGATES = aggregate_stages()
 
 
 def _params(project: Path) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dvc_helpers import copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, smk
+from dvc_helpers import aggregate_stages, copy_tree, dvc, dvc_ran, make_repo, model_answer_readers, out, planned_jobs, smk
 from layouts import LAYOUTS, write_layout
 from project import built_once
 
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.slow
 
 UP_TO_DATE = "Data and pipelines are up to date."
 #: Jobs that read every model (or, prompt runs and the audit, a model's main answers) besides the
-#: model's own predict, evaluate and intervals: they re-run when one split of one model changes.
-AGGREGATES = {"tables", "figures", "compare", "diagnose", "paper_compare", "html_report", "manifest", "plot_data",
-              "prompt_run", "audit", "prompt_sensitivity", "stability"}  # fmt: skip
+#: model's own predict, evaluate and intervals: they re-run when one split of one model changes
+#: (from the pipeline's declaration, tests/dvc_helpers.py).
+AGGREGATES = aggregate_stages() | (model_answer_readers() - {"evaluate", "intervals"})
 
 
 def use_source(project: Path, source: Path | str) -> None:
