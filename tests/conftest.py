@@ -116,15 +116,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
 
 
-_built_once = built_once  # tests/project.py
-
-
 @pytest.fixture(scope="session")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small demo (seed 0) in the hub repo layout. Shared: copy it before changing anything."""
     from sabre_prior.data.demo import generate
 
-    return _built_once(tmp_path_factory, "demo-small", lambda d: generate(d / "demo", scale="small", seed=0)) / "demo"
+    return built_once(tmp_path_factory, "demo-small", lambda d: generate(d / "demo", scale="small", seed=0)) / "demo"
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +134,7 @@ def demo_parquet_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
         for split in C.SPLITS:
             fetch_split(str(demo_dir), split, out / f"{split}.parquet")
 
-    return _built_once(tmp_path_factory, "demo-parquet", build)
+    return built_once(tmp_path_factory, "demo-parquet", build)
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +150,7 @@ def demo_repo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         proc = smk(base, "--cores", "2", "all")
         assert "recorded" in out(proc) and "dvc.lock" in out(proc), out(proc)[-3000:]
 
-    return _built_once(tmp_path_factory, "demo-run", build) / "base"
+    return built_once(tmp_path_factory, "demo-run", build) / "base"
 
 
 @pytest.fixture(scope="module")
@@ -186,4 +183,4 @@ def tiny_vlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(fresh, root / "local", symlinks=True)
         lmp.project_module().snakemake(["--cores", "2", "all"], root / "local", timeout=900)
 
-    return _built_once(tmp_path_factory, "tiny-vlm-run", build)
+    return built_once(tmp_path_factory, "tiny-vlm-run", build)

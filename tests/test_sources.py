@@ -46,7 +46,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_run(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def local_run(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished run of the project on a mirror inside it, named by a relative path (``./mirror``),
     built once per test run (``built_once``): a copy of the project (``copy_tree``, with its mtimes)
     is a finished run on its own copy of the mirror, so a test can edit the copy's mirror without
@@ -59,12 +59,11 @@ def local_run(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
         proc = smk(project, "--cores", "2", "all")
         assert "recorded" in out(proc), out(proc)[-3000:]
 
-    project = built_once(tmp_path_factory, "sources-local-run", build) / "project"
-    return project, project / "mirror"
+    return built_once(tmp_path_factory, "sources-local-run", build) / "project"
 
 
-def test_a_local_mirror_runs_end_to_end_and_both_tools_agree(local_run: tuple[Path, Path]) -> None:
-    project, _ = local_run
+def test_a_local_mirror_runs_end_to_end_and_both_tools_agree(local_run: Path) -> None:
+    project = local_run
     assert UP_TO_DATE in dvc(project, "status").stdout
     stages = dvc(project, "stage", "list", "--name-only").stdout.split()
     assert "demo_data" not in stages and "fetch@language" in stages
@@ -77,8 +76,8 @@ def test_a_local_mirror_runs_end_to_end_and_both_tools_agree(local_run: tuple[Pa
     assert "A. A." not in options
 
 
-def test_an_edited_split_refetches_only_that_split_in_snakemake(local_run: tuple[Path, Path], tmp_path: Path) -> None:
-    project = copy_tree(local_run[0], tmp_path / "p")  # with its own copy of the mirror, ./mirror
+def test_an_edited_split_refetches_only_that_split_in_snakemake(local_run: Path, tmp_path: Path) -> None:
+    project = copy_tree(local_run, tmp_path / "p")  # with its own copy of the mirror, ./mirror
     assert planned_jobs(out(smk(project, "-n", "all"))) == {}
     edit_question(project / "mirror", "language")
     jobs = planned_jobs(out(smk(project, "-n", "all")))
@@ -91,8 +90,8 @@ def test_an_edited_split_refetches_only_that_split_in_snakemake(local_run: tuple
     assert planned_jobs(out(smk(project, "-n", "all"))) == {}
 
 
-def test_an_edited_split_refetches_only_that_split_in_dvc(local_run: tuple[Path, Path], tmp_path: Path) -> None:
-    project = copy_tree(local_run[0], tmp_path / "p")  # with its own copy of the mirror, ./mirror
+def test_an_edited_split_refetches_only_that_split_in_dvc(local_run: Path, tmp_path: Path) -> None:
+    project = copy_tree(local_run, tmp_path / "p")  # with its own copy of the mirror, ./mirror
     edit_question(project / "mirror", "attribute")
     ran = dvc_ran(out(dvc(project, "repro")))
     assert [s for s in ran if s.startswith(("fetch", "predict", "evaluate"))] == [

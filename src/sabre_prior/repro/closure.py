@@ -108,13 +108,13 @@ class Closure:
         mods: set[str] = set()
         res: set[str] = set()
         if path is not None:
-            data = path.read_bytes()
-            key = f"{module}:{path.name}:{blob_id(data)}"
+            # the blob id code_ids records too (cached by size and mtime): the bytes are read once
+            key = f"{module}:{path.name}:{_blob_of(str(path), *_stat(path))}"
             hit = self._parsed.get(key)
             if hit is not None:
                 mods, res = set(hit[0]), set(hit[1])
             else:
-                mods, res = self._scan(module, path, data)
+                mods, res = self._scan(module, path, path.read_bytes())
                 self._parsed[key] = [sorted(mods), sorted(res)]
                 self._dirty = True
         found = frozenset(m for m in mods if m.startswith(PACKAGE) and self.file_of(m) is not None)
