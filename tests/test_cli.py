@@ -172,3 +172,32 @@ def test_the_parse_cache_gives_the_same_closures_and_follows_an_edit(tmp_path):
     assert engine not in fresh[report] and engine in edited[report]
     cache.write_text("{not json", encoding="utf-8")
     assert closures(True) == edited
+
+
+def test_the_command_map_is_what_the_modules_register(tmp_path: Path) -> None:
+    """commandmap.COMMANDS is generated (repro/generated.py) from the modules that assign REGISTRARS:
+    the modules found by reading the source are exactly the map's, and the CLI's own come first."""
+    from sabre_prior.repro import generated
+
+    assert sorted(generated._modules_with_registrars(PKG)) == sorted(set(cli.COMMANDS.values()))
+    assert generated.registered_commands() == cli.COMMANDS and list(cli.COMMANDS)[0] == "check-config"
+    # a module is found by its top-level REGISTRARS assignment, not by a mention of the name
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "cmds.py").write_text("REGISTRARS: list = []\n", encoding="utf-8")
+    (tmp_path / "pkg" / "other.py").write_text('"""Registered through REGISTRARS elsewhere."""\n', encoding="utf-8")
+    assert generated._modules_with_registrars(tmp_path) == ["pkg.cmds"]
+
+
+def test_captions_come_from_the_declaration_one_per_stem(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sabre_prior.report import style
+    from sabre_prior.repro import generated
+    from sabre_prior.repro.pipeline import Out, Report, Stage
+
+    caps = generated.captions()
+    assert set(caps) == {Path(o.path).stem for s in STAGES for o in s.outs if o.report}
+    for stem, text in caps.items():
+        assert style.caption(stem) == " ".join(text.split())  # the generated file, its comment line skipped
+    twice = Stage("x", (), "sabre tables", (), (Out("a/t.md", report=Report("T", "t", "one")), Out("a/t.png", report=Report("F", "t", "two"))))
+    monkeypatch.setattr(generated, "STAGES", (twice,))
+    with pytest.raises(ValueError, match="two different captions"):
+        generated.captions()

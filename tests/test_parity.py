@@ -164,3 +164,27 @@ def test_a_local_source_has_no_demo_stage_and_depends_on_each_splits_folder(
     smk(other, "-n", "all")
     assert snakemake_plan(other) == dvc_plan(other)[0]
     assert "demo-data" not in str(snakemake_plan(other))
+
+
+def test_generate_writes_the_command_map_and_captions_and_removes_a_stale_caption(project: Path, tmp_path: Path) -> None:
+    """The command map and the caption files are generated too: an edited map, an edited caption and
+    the caption of an output no stage shows are each caught by --check, and `sabre generate` mends all three."""
+    other = tmp_path / "other"
+    shutil.copytree(project, other, symlinks=True)
+    cmap = other / "src/sabre_prior/commandmap.py"
+    cmap.write_text(cmap.read_text(encoding="utf-8").replace('    "fetch": "data.commands",\n', ""), encoding="utf-8")
+    cap = other / "src/sabre_prior/resources/caption_main_results.rst"
+    fresh_caption = cap.read_text(encoding="utf-8")
+    cap.write_text(fresh_caption.replace("The main table", "A table"), encoding="utf-8")
+    gone = other / "src/sabre_prior/resources/caption_dropped_table.rst"
+    gone.write_text("A table no stage makes any more.\n", encoding="utf-8")
+    proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=other, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    for name in ("commandmap.py", "caption_main_results.rst", "caption_dropped_table.rst"):
+        assert name in proc.stderr, proc.stderr
+    proc = subprocess.run([str(BIN / "sabre"), "generate"], cwd=other, capture_output=True, text=True, check=True)
+    assert "2 of" in proc.stdout and "1 removed" in proc.stdout, proc.stdout
+    assert not gone.exists() and cap.read_text(encoding="utf-8") == fresh_caption
+    assert cmap.read_text(encoding="utf-8") == (project / "src/sabre_prior/commandmap.py").read_text(encoding="utf-8")
+    proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=other, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr

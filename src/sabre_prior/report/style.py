@@ -14,7 +14,8 @@ report and the ``dvc plots`` template, so that they cannot disagree:
   (rounded as shown) and at least two models are compared; a shared best (e.g. every model at
   0.0) is not bold and the caption says where the best is shared (:func:`tie_note`).
 * **Captions** (:func:`caption`, :func:`caption_path`): one sentence or two per figure and table,
-  in ``resources/caption_<stem>.rst``; the HTML report shows them under each figure and
+  declared with the output (``Report`` in ``repro/pipeline.py``) and written by ``sabre generate``
+  to ``resources/caption_<stem>.rst``; the HTML report shows them under each figure and
   ``snakemake --report`` shows the same files (``report(..., caption=...)``).
 """
 
@@ -160,5 +161,6 @@ def caption_path(stem: str) -> Path:
 
 
 def caption(stem: str) -> str:
-    """The caption text of a figure or table stem, as one line."""
-    return " ".join(caption_path(stem).read_text(encoding="utf-8").split())
+    """The caption text of a figure or table stem, as one line (without the file's RST comment lines)."""
+    lines = caption_path(stem).read_text(encoding="utf-8").splitlines()
+    return " ".join(" ".join(line for line in lines if not line.startswith("..")).split())

@@ -82,31 +82,35 @@ def _pipeline(args: argparse.Namespace) -> "Pipeline":
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .pipeline import DVC_YAML, render_dvc_yaml
-    from .rules import render_rules
+    from .generated import render_all, stale_captions
 
     pipeline = _pipeline(args)
-    wanted = {DVC_YAML: render_dvc_yaml(pipeline), **render_rules()}
+    wanted = render_all(pipeline)
     stale = [p for p, text in wanted.items() if not Path(p).is_file() or Path(p).read_text(encoding="utf-8") != text]
+    extra = stale_captions(Path("."))
     if args.check:
-        if stale:
-            print(f"{', '.join(stale)} differ from the declaration: run `sabre generate`", file=sys.stderr)
+        if stale or extra:
+            print(f"{', '.join(stale + extra)} differ from the declaration: run `sabre generate`", file=sys.stderr)
             return 1
-        print(f"{DVC_YAML} and the rule files are up to date with the declaration")
+        print("dvc.yaml, the rule files, the command map and the captions are up to date with the declaration")
         return 0
     from ..io_utils import atomic_writer
 
     for path in stale:
         with atomic_writer(path) as fh:
             fh.write(wanted[path])
-    print(f"{len(stale)} of {len(wanted)} files written ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
+    for path in extra:
+        Path(path).unlink()
+    removed = f", {len(extra)} removed" if extra else ""
+    print(f"{len(stale)} of {len(wanted)} files written{removed} ({len(pipeline.stages)} stages, {len(pipeline.jobs())} jobs)")
     return 0
 
 
 def _p_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate",
-        help="write dvc.yaml and workflow/rules/*.smk from the pipeline's declaration (sabre_prior.repro.pipeline)",
+        help="write dvc.yaml, workflow/rules/*.smk, the command map and the report captions from the declarations"
+        " (sabre_prior.repro.generated)",
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file differs from a fresh rendering")
     add_params(p)

@@ -55,12 +55,24 @@ _PARAM = re.compile(r"\{p:([A-Za-z0-9_.]+)\}")
 
 
 @dataclass(frozen=True)
+class Report:
+    """Where an output appears in `snakemake --report`, and its caption: a sentence or two saying what
+    it shows. The caption is also the text under a figure in the HTML report; `sabre generate`
+    writes it to ``resources/caption_<stem>.rst``, the file Snakemake's ``report(caption=...)`` reads.
+    Outputs with the same stem (``x.md``, ``x.png``) share one caption."""
+
+    category: str
+    subcategory: str
+    caption: str
+
+
+@dataclass(frozen=True)
 class Out:
     """One output: a plain ``out``, a ``metric`` or a ``plot`` (DVC), optionally in Snakemake's report."""
 
     path: str
     kind: str = "out"
-    report: tuple[str, str] | None = None  # (category, subcategory) for `snakemake --report`
+    report: Report | None = None  # shown in `snakemake --report` (and, a figure, in the HTML report)
     plot: Mapping[str, str] | None = None  # `dvc plots` properties
     directory: bool = False  # a folder output (Snakemake's directory())
 
@@ -107,6 +119,33 @@ DIAGNOSTIC_TABLES = (
     "diagnostics_parsing.csv",
 )
 REPORT_FIGURES = (*FIGURES, "pair_outcomes", "prompt_sensitivity")
+
+#: Captions shared by outputs of one stem (a table's .md and .csv, a stage's table and figure).
+_MAIN_CAPTION = (
+    "The main table: accuracy in percent of each model on each split (n pairs or questions in the header) and "
+    "the macro average, with bootstrap confidence intervals in brackets where computed; the best value of a "
+    "column is bold only when one model alone has it."
+)
+_SENSITIVITY_CAPTION = (
+    "Prompt sensitivity: per model, the macro accuracy under each prompt template with its bootstrap interval, "
+    "and the paired bootstrap interval of each template's difference from the main template (the first of "
+    "prompt.templates, the one the main table uses)."
+)
+#: The accuracy figures' captions (stage `figures`).
+_FIGURE_CAPTIONS = {
+    "split_accuracy": (
+        "Accuracy of each model (bars, in the model's colour) on each configured split and their unweighted "
+        "mean (macro average, right of the dashed line), in percent. Context and texture score a pair as right "
+        "only when all four of its probes are; attribute and language score each question. Error bars: the "
+        "bootstrap confidence interval; under each split, n: the pairs or questions its score counts."
+    ),
+    "probe_accuracy": (
+        "The paired splits (context, texture) probe by probe: the accuracy of each model on each of a pair's "
+        "four probes (base and edited image, each asked about the source and the target object or material) "
+        "and, on the grey background, the strict pair accuracy (all four probes right) with its bootstrap "
+        "confidence interval and n, the number of pairs."
+    ),
+}
 
 #: The pipeline. Order: producers before consumers.
 STAGES: tuple[Stage, ...] = (
@@ -177,11 +216,26 @@ STAGES: tuple[Stage, ...] = (
         " --outdir results/tables",
         deps=(_METRICS, _INTERVALS, _PARQUET),
         outs=(
-            Out("results/tables/main_results.md", report=("Tables", "Main results")),
-            Out("results/tables/main_results.csv", report=("Tables", "Main results")),
+            Out("results/tables/main_results.md", report=Report("Tables", "Main results", _MAIN_CAPTION)),
+            Out("results/tables/main_results.csv", report=Report("Tables", "Main results", _MAIN_CAPTION)),
             Out("results/tables/main_results.tex"),
-            Out("results/tables/main_results_ci.csv", report=("Tables", "Main results")),
-            Out("results/tables/failure_aware.md", report=("Tables", "Failure-aware scores")),
+            Out(
+                "results/tables/main_results_ci.csv",
+                report=Report("Tables", "Main results", (
+                    "The main table's bootstrap confidence intervals in long form: one row per model and split "
+                    "(and the macro average), estimate, low and high in percent."
+                )),
+            ),
+            Out(
+                "results/tables/failure_aware.md",
+                report=Report("Tables", "Failure-aware scores", (
+                    "Failure-aware scores: beside each model's official score on each split (non-answers "
+                    "counted as wrong, as the contract says), the score with non-answers left out and with "
+                    "non-answers answered at chance, each with its bootstrap interval; a model or split whose "
+                    "share of non-answers (unparseable, refused, failed or truncated) exceeds "
+                    "analysis.report.max_nonanswer_rate is flagged with its count."
+                )),
+            ),
             Out("results/tables/failure_aware.csv"),
         ),
         params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),  # the data source shown is what the Parquet files record
@@ -193,7 +247,7 @@ STAGES: tuple[Stage, ...] = (
         " --outdir results/figures",
         deps=(_METRICS, _INTERVALS, _PARQUET),
         outs=tuple(
-            Out(f"results/figures/{fig}.{ext}", report=("Figures", "Accuracy") if ext == "png" else None)
+            Out(f"results/figures/{fig}.{ext}", report=Report("Figures", "Accuracy", _FIGURE_CAPTIONS[fig]) if ext == "png" else None)
             for fig in FIGURES
             for ext in ("png", "pdf")
         ),
@@ -205,7 +259,14 @@ STAGES: tuple[Stage, ...] = (
         "sabre compare --traces-dir results/traces --outdir results/tables",
         deps=(_TRACES,),
         outs=(
-            Out("results/tables/model_comparison.md", report=("Analysis", "Paired model comparison")),
+            Out(
+                "results/tables/model_comparison.md",
+                report=Report("Analysis", "Paired model comparison", (
+                    "Every two models compared on the same questions: the difference in accuracy (percentage "
+                    "points) with a paired bootstrap interval, the units only one of them got right, and exact "
+                    "McNemar p-values (Holm-adjusted over the table)."
+                )),
+            ),
             Out("results/tables/model_comparison.csv"),
         ),
         params=(*_AGG_PARAMS, *_BOOTSTRAP, "analysis.report.max_nonanswer_rate"),
@@ -218,9 +279,25 @@ STAGES: tuple[Stage, ...] = (
         deps=(_TRACES, _PARQUET),
         outs=(
             Out("results/analysis/diagnostics.json"),
-            Out("results/tables/diagnostics.md", report=("Analysis", "World-prior diagnostics")),
+            Out(
+                "results/tables/diagnostics.md",
+                report=Report("Analysis", "World-prior diagnostics", (
+                    "World-prior diagnostics per model: how each pair's four probes end, the yes-rate, counting"
+                    " errors on the attribute split, the options chosen on the language split, and the answers "
+                    "the scoring could not parse."
+                )),
+            ),
             *(Out(f"results/tables/{name}") for name in DIAGNOSTIC_TABLES),
-            Out("results/figures/pair_outcomes.png", report=("Figures", "World-prior diagnostics")),
+            Out(
+                "results/figures/pair_outcomes.png",
+                report=Report("Figures", "World-prior diagnostics", (
+                    "How each model's pairs end (context and texture), as shares of the n pairs: all four "
+                    "probes right; prior-following (right on the base image, and on the edited image answering "
+                    "as if the familiar object or material were still there); always yes; always no; or another"
+                    " mix. Each model's label carries its colour swatch from the accuracy figures; the bar "
+                    "colours are the outcome classes."
+                )),
+            ),
             Out("results/figures/pair_outcomes.pdf"),
         ),
         params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
@@ -231,7 +308,14 @@ STAGES: tuple[Stage, ...] = (
         "sabre paper-compare --intervals-dir results/intervals --outdir results/tables",
         deps=(_INTERVALS,),
         outs=(
-            Out("results/tables/paper_comparison.md", report=("Analysis", "Comparison with the paper")),
+            Out(
+                "results/tables/paper_comparison.md",
+                report=Report("Analysis", "Comparison with the paper", (
+                    "The models that name a model of the paper (paper_name in params.yaml): the paper's "
+                    "reported accuracy beside the reproduced one and its bootstrap interval, and whether the "
+                    "reported value lies inside it."
+                )),
+            ),
             Out("results/tables/paper_comparison.csv"),
         ),
         params=(*_AGG_PARAMS, "analysis.report.max_nonanswer_rate"),
@@ -268,7 +352,15 @@ STAGES: tuple[Stage, ...] = (
             "results/prompts/{*template}/{*model}/usage/{*split}.json",
         ),
         outs=(
-            Out("results/tables/stability.md", report=("Analysis", "API stability")),
+            Out(
+                "results/tables/stability.md",
+                report=Report("Analysis", "API stability", (
+                    "API stability audit: per model, the share of re-asked questions whose normalized answer "
+                    "differs across repeats (flip rate, with its interval), the accuracy's mean and spread "
+                    "across repeats, and the model versions the provider said served the answers (a change from"
+                    " the recorded one is drift)."
+                )),
+            ),
             Out("results/tables/stability.csv"),
             Out("results/tables/cost.csv"),  # cost by model, template, repeat and split
         ),
@@ -280,9 +372,9 @@ STAGES: tuple[Stage, ...] = (
         "sabre prompt-sensitivity --prompts-dir results/prompts --outdir results/tables --figures-dir results/figures",
         deps=("results/prompts/{*template}/{*model}/traces/{*split}.jsonl",),
         outs=(
-            Out("results/tables/prompt_sensitivity.md", report=("Analysis", "Prompt sensitivity")),
+            Out("results/tables/prompt_sensitivity.md", report=Report("Analysis", "Prompt sensitivity", _SENSITIVITY_CAPTION)),
             Out("results/tables/prompt_sensitivity.csv"),
-            Out("results/figures/prompt_sensitivity.png", report=("Figures", "Prompt sensitivity")),
+            Out("results/figures/prompt_sensitivity.png", report=Report("Figures", "Prompt sensitivity", _SENSITIVITY_CAPTION)),
             Out("results/figures/prompt_sensitivity.pdf"),
         ),
         params=(*_AGG_PARAMS, "prompt.templates", *_BOOTSTRAP),
@@ -621,7 +713,7 @@ def snakemake_outputs(pipeline: Pipeline, name: str, report: Callable[..., Any] 
         for path in expand_star(o.path, pipeline.values()):
             if o.report and report is not None:  # captioned by the same text as the HTML report's
                 caption = str(caption_path(Path(path).stem))
-                out.append(report(path, caption=caption, category=o.report[0], subcategory=o.report[1]))
+                out.append(report(path, caption=caption, category=o.report.category, subcategory=o.report.subcategory))
             else:
                 out.append(path)
     return out

@@ -142,7 +142,7 @@ def _outputs(stage: Stage) -> list[str]:
             expr = f"directory({expr})"
         elif o.report:
             stem = Path(o.path).stem
-            expr = f'report({expr}, caption=caption("{stem}"), category="{o.report[0]}", subcategory="{o.report[1]}")'
+            expr = f'report({expr}, caption=caption("{stem}"), category="{o.report.category}", subcategory="{o.report.subcategory}")'
         lines.append(f"        {expr},")
     return lines
 
