@@ -30,34 +30,3 @@ def test_explicit_temperature_and_thinking_budget(server: FakeServer) -> None:
     assert body["temperature"] == 0
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["output_config"] == {"effort": "low"}
-
-
-def test_lean_http_and_sdk_send_the_same_request(server: FakeServer) -> None:
-    """The lean HTTP path and the SDK's messages.create send the same JSON body and headers."""
-    import asyncio
-
-    from sabre_prior.inference.models.base import Query, create_backend
-    from tests.servers.dataset import jpeg
-
-    from tests.servers.fixtures import model_settings
-
-    server.keep_bodies = True
-    query = Query(id="q", split="s", text='Question: "quoted" ünï\n\nAnswer with only yes or no.', image=jpeg(5),
-                  image_mime="image/jpeg")
-    answers = []
-    for lean in (True, False):
-        backend = create_backend("m", model_settings(server, "anthropic", thinking_budget=0, temperature=0.5,
-                                                      extra_body={"top_k": 3}))
-        backend.via_sdk = not lean
-
-        async def go(b):
-            try:
-                return await b.acomplete(query)
-            finally:
-                await b.aclose()
-
-        answers.append(asyncio.run(go(backend)).text)
-    lean_call, sdk_call = server.calls
-    assert lean_call.body == sdk_call.body and lean_call.key == sdk_call.key and answers[0] == answers[1]
-    assert lean_call.body["top_k"] == 3 and lean_call.body["thinking"] == {"type": "disabled"}
-    assert lean_call.api_key == sdk_call.api_key == KEY

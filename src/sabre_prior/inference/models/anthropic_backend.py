@@ -23,13 +23,11 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 from typing import Any, ClassVar, Mapping
 
 from ...errors import ConfigError
 from ..outcomes import classify_anthropic_message, classify_error
 from .base import ApiBackend, Completion, ImageTokenRule, Query
-from .http import JsonHttp
 from .openai_backend import map_openai_error
 
 #: the SDK's default endpoint (``ANTHROPIC_BASE_URL`` overrides it, as for the SDK)
@@ -52,6 +50,8 @@ class AnthropicBackend(ApiBackend):
     provider: ClassVar[str] = "anthropic"
     sdk_module: ClassVar[str] = "anthropic"
     runtime_module: ClassVar[str] = "httpx2"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})
     default_temperature: ClassVar[float | None] = None
     image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"anthropic": anthropic_image_tokens}
@@ -66,9 +66,6 @@ class AnthropicBackend(ApiBackend):
             raise ConfigError(f"models.{name}.thinking_budget must be 0 (off) or a number of tokens >= 1024")
         self.thinking_budget: int | None = budget
         self.reasoning_effort = settings.get("reasoning_effort")
-        #: False: the lean HTTP client (the default); True: the SDK (tests compare the two)
-        self.via_sdk = False
-        self._http: JsonHttp | None = None
 
     def may_reason(self) -> bool:
         return self.thinking_budget != 0 and self.thinking_budget is not None
@@ -124,26 +121,9 @@ class AnthropicBackend(ApiBackend):
         kwargs.update(kwargs.pop("extra_body", None) or {})
         return json.dumps(kwargs, ensure_ascii=False, separators=(",", ":")).encode()
 
-    def http(self) -> JsonHttp:
-        if self._http is None:
-            base = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-            headers = {"x-api-key": self.api_key(), "anthropic-version": API_VERSION, "content-type": "application/json",
-                       "accept": "application/json"}  # fmt: skip
-            concurrency = int(self.settings.get("concurrency", 8) or 1)
-            self._http = JsonHttp(base, headers, timeout_s=self.timeout_s + 1.0, concurrency=concurrency)
-        return self._http
-
-    def prepare(self) -> None:
-        if self.via_sdk:
-            super().prepare()
-        else:
-            self.http().prepare()
-
-    async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
-        await super().aclose()
+    def http_headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key(), "anthropic-version": API_VERSION, "content-type": "application/json",
+                "accept": "application/json"}  # fmt: skip
 
     async def acomplete(self, query: Query) -> Completion:
         if self.via_sdk:

@@ -341,6 +341,10 @@ class ApiBackend(Backend):
         self.extra_body: dict[str, Any] = dict(extra)
         self._clients: list[Any] = []
         self._turn = 0
+        #: False: plain calls over the lean HTTP client (backends with a runtime_module); True: the SDK
+        #: (tests compare the two)
+        self.via_sdk = not self.runtime_module
+        self._http: Any = None  # models.http.JsonHttp, made on first use
 
     @property
     def provider_name(self) -> str:
@@ -416,6 +420,9 @@ class ApiBackend(Backend):
         await client.close()
 
     def prepare(self) -> None:
+        if not self.via_sdk:
+            self.http().prepare()
+            return
         if not self._clients:
             concurrency = int(self.settings.get("concurrency", 8) or 1)
             n = max(1, math.ceil(concurrency / self.connections_per_client))
@@ -429,8 +436,31 @@ class ApiBackend(Backend):
         return self._clients[self._turn % len(self._clients)]
 
     async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
         while self._clients:
             await self.close_client(self._clients.pop())
+
+    # -- the lean HTTP client (models/http.py) -------------------------------------
+    #: the API's base URL when neither ``base_url`` nor :attr:`base_url_env` gives one
+    default_base_url: ClassVar[str] = ""
+    #: the environment variable the provider's SDK reads its base URL from
+    base_url_env: ClassVar[str] = ""
+
+    def http_headers(self) -> dict[str, str]:
+        """The headers of every plain call: the key (in memory only) and the content type."""
+        raise NotImplementedError
+
+    def http(self) -> Any:
+        """The lean HTTP client (:class:`~.http.JsonHttp`) of this backend's plain calls."""
+        if self._http is None:
+            from .http import JsonHttp
+
+            base = self.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or self.default_base_url
+            concurrency = int(self.settings.get("concurrency", 8) or 1)
+            self._http = JsonHttp(base, self.http_headers(), timeout_s=self.timeout_s + 1.0, concurrency=concurrency)
+        return self._http
 
 
 #: backend name -> "module:Class", derived from the one registry (sabre_prior.registry).

@@ -9,7 +9,8 @@ Anthropic backends speak the documented REST protocol here, over ``httpx2``:
 the very transport the installed ``openai`` and ``anthropic`` SDKs use
 (``openai/_base_client.py``: ``import httpx2``), with the same connection pool,
 proxy variables (``trust_env``) and TLS defaults.  The SDKs remain in use for
-the provider batch APIs (``models/batch_*.py``) and for Gemini.
+the provider batch APIs (``models/batch_*.py``); Gemini's plain calls come here too
+(``gemini_backend.py``: the body google-genai builds, over this client).
 
 Every answer comes back with its status, its headers (for the rate-limit
 headers, :mod:`sabre_prior.inference.ratelimit`) and its body bytes.

@@ -33,7 +33,6 @@ from typing import Any, ClassVar, Mapping
 from ...errors import ConfigError
 from ..outcomes import call_error_from_exception, classify_error, classify_openai_chat
 from .base import ApiBackend, CallError, Completion, ImageTokenRule, Query
-from .http import JsonHttp
 
 #: the SDK's default endpoint (``OPENAI_BASE_URL`` overrides it, as for the SDK)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -82,6 +81,8 @@ class OpenAIBackend(ApiBackend):
     provider: ClassVar[str] = "openai"
     sdk_module: ClassVar[str] = "openai"
     runtime_module: ClassVar[str] = "httpx2"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"reasoning_effort", "max_tokens_field", "image_detail"})
     #: OpenAI-compatible providers without a rule here (xAI, Moonshot) use the generic one
     image_token_rules: ClassVar[Mapping[str, ImageTokenRule]] = {"openai": openai_image_tokens, "alibaba": qwen_vl_image_tokens}
@@ -98,9 +99,6 @@ class OpenAIBackend(ApiBackend):
         if settings.get("thinking_budget") is not None:
             raise ConfigError(f"models.{name}: thinking_budget is not an OpenAI setting; use reasoning_effort")
         self._raw_post: bool | None = None  # None: not checked yet
-        #: False: the lean HTTP client (the default); True: the SDK (tests compare the two)
-        self.via_sdk = False
-        self._http: JsonHttp | None = None
 
     def may_reason(self) -> bool:
         off = self.reasoning_effort == "none" or self.extra_body.get("enable_thinking") is False
@@ -175,25 +173,6 @@ class OpenAIBackend(ApiBackend):
             if os.environ.get(env) and self.provider_name == "openai":
                 headers[name] = os.environ[env]
         return headers
-
-    def http(self) -> JsonHttp:
-        if self._http is None:
-            base = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-            concurrency = int(self.settings.get("concurrency", 8) or 1)
-            self._http = JsonHttp(base, self.http_headers(), timeout_s=self.timeout_s + 1.0, concurrency=concurrency)
-        return self._http
-
-    def prepare(self) -> None:
-        if self.via_sdk:
-            super().prepare()
-        else:
-            self.http().prepare()
-
-    async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
-        await super().aclose()
 
     async def acomplete(self, query: Query) -> Completion:
         if self.via_sdk:
