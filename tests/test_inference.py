@@ -264,25 +264,6 @@ def test_the_header_size_is_pils_size(demo_parquet_dir: Path) -> None:
     assert prompts._header_size(samples[8]) is None  # GIF: PIL's answer
 
 
-def test_the_first_row_group_is_read_row_by_row_and_the_rows_are_the_same(tmp_path: Path) -> None:
-    """iter_rows with first_group_batch (sabre predict: the first row without decoding 8 images) yields
-    the same rows in the same order as a plain read, over several row groups and over one."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from sabre_prior.data.parquet import iter_rows
-
-    rows = [{"id": f"q{i}", "image": {"bytes": jpeg(seed=i), "path": None}, "question": f"Q{i}?"} for i in range(23)]
-    table = pa.Table.from_pylist(rows)
-    for name, group in (("many.parquet", 5), ("one.parquet", 100)):
-        path = tmp_path / name
-        pq.write_table(table, path, row_group_size=group)
-        plain = list(iter_rows(path, batch_size=8))
-        assert [r["id"] for r in plain] == [r["id"] for r in rows]
-        assert list(iter_rows(path, batch_size=8, first_group_batch=1)) == plain
-        assert plain[3]["image"] == rows[3]["image"]["bytes"]
-
-
 def test_every_pool_shares_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """JsonHttp at concurrency 64 makes 8 pools; httpx2 builds a TLS context for a client given
     verify=True (httpx2/_config.py create_ssl_context -> httpcore2.default_ssl_context), ~21 ms each.

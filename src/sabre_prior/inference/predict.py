@@ -46,10 +46,8 @@ log = logging.getLogger(__name__)
 
 #: Output tokens expected for a short answer ("Yes.", "3", "B"), for estimates.
 EXPECTED_OUTPUT_TOKENS = 3
-#: Rows read from the Parquet file at a time: the first row group one row at a time, so that the
-#: first request leaves early; then a few rows at a time.
-FIRST_READ_BATCH = 1
-READ_BATCH = 8
+#: Rows read from the Parquet file at a time: small, so that the first request leaves early.
+FIRST_READ_BATCH = 8
 
 
 @dataclass
@@ -74,7 +72,7 @@ def iter_queries(
     data_path: Path, split: str, template: str, repeat: int = 0, only_ids: set[str] | None = None
 ) -> Iterator[Query]:
     """One :class:`Query` per row (or per row of ``only_ids``), with the image's original bytes, in file order."""
-    for row in iter_rows(data_path, with_images=True, batch_size=READ_BATCH, first_group_batch=FIRST_READ_BATCH):
+    for row in iter_rows(data_path, with_images=True, batch_size=FIRST_READ_BATCH):
         if only_ids is not None and str(row[C.COL_ID]) not in only_ids:
             continue
         image = row.pop(C.COL_IMAGE)
