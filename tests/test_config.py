@@ -159,3 +159,64 @@ def test_a_file_validated_at_dag_build_is_not_validated_again_by_its_jobs(
     (tmp_path / "params.yaml").write_text(text + "# edited twice\n", encoding="utf-8")
     config.load_params("params.yaml")
     assert calls == ["params.yaml"]  # new bytes: validated again
+
+
+def test_the_overlapped_check_gives_the_same_verdict_as_load_params(
+    tmp_path: Path, params: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_params_overlapped (sabre predict) validates in a forked child: a valid file passes and is
+    remembered, an invalid one raises the very message load_params raises, and with another thread
+    running (no fork then) the check runs in-process before it returns. The forking half runs in a
+    fresh interpreter (a pytest worker has threads of its own)."""
+    import subprocess
+    import sys
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    bad = copy.deepcopy(params)
+    bad["analysis"]["bootstrap_resampels"] = 10
+    (tmp_path / "good.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError) as direct:
+        load_params("bad.yaml")
+    script = (
+        "import os, sys, threading\n"
+        "from sabre_prior import config\n"
+        "assert threading.active_count() == 1\n"
+        "got, verdict = config.load_params_overlapped('good.yaml')\n"
+        "verdict(); verdict()\n"
+        "assert list(config.VALIDATED_DIR.iterdir())\n"
+        "_, verdict = config.load_params_overlapped('bad.yaml')\n"
+        "try:\n    verdict()\nexcept config.ConfigError as exc:\n    sys.stdout.write(str(exc))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == str(direct.value) and "bootstrap_resamples" in proc.stdout
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        with pytest.raises(ConfigError, match="bootstrap_resampels"):
+            config.load_params_overlapped("bad.yaml")  # not forked: in-process, raised at once
+    finally:
+        stop.set()
+        worker.join()
+
+
+def test_predict_with_an_invalid_file_makes_no_call_and_names_the_field(tmp_path: Path, params: dict, capsys) -> None:
+    """The overlapped check's verdict comes before anything is sent: an unknown key stops `sabre predict`
+    with exit 2 and the schema's message, and the model's server sees no request."""
+    from tests.servers import FakeServer
+
+    with FakeServer(latency=0.0) as server:
+        bad = copy.deepcopy(params)
+        bad["models"] = {"m": {"backend": "openai", "model_id": "fake-model-1", "api_key_env": "SABRE_NO_KEY_NEEDED",
+                               "base_url": server.url("openai"), "concurrency": 2, "temprature": 0}}  # fmt: skip
+        path = tmp_path / "params.yaml"
+        path.write_text(yaml.safe_dump(bad, sort_keys=False), encoding="utf-8")
+        code = main(["predict", "--model", "m", "--split", "attribute", "--params", str(path),
+                     "--data", str(tmp_path / "none.parquet"), "--output", str(tmp_path / "p.jsonl")])  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2 and "temprature" in err and "temperature" in err, err
+        assert server.calls == []

@@ -7,7 +7,7 @@ import difflib
 import functools
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
@@ -194,6 +194,60 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
         validate_params(params, str(path))
         _remember(marker)
     return params
+
+
+def load_params_overlapped(path: str | Path = "params.yaml") -> tuple[dict[str, Any], Callable[[], None]]:
+    """Read ``params.yaml`` and validate it in a forked child process while the caller goes on.
+
+    Returns the params and ``verdict()``, which waits for the child and raises its
+    :class:`ConfigError` (the same message :func:`load_params` gives) when the file is invalid; call
+    it before anything the settings decide is done (``sabre predict``: before the first request).
+    Importing jsonschema and validating take ~60 ms of CPU; on a second core they overlap the
+    imports of pyarrow and the HTTP client instead of delaying the first request. Where the file was
+    validated before, where ``os.fork`` is missing, or where another thread runs (forking then is not
+    safe), this validates in-process first, as :func:`load_params` does.
+    """
+    import os
+    import threading
+
+    params = read_params_file(path)
+    marker = _validated_marker(Path(path).read_bytes())
+    if marker is not None and marker.is_file():
+        return params, lambda: None
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        validate_params(params, str(path))
+        _remember(marker)
+        return params, lambda: None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: validate, report, and leave without running the parent's exit handlers
+        code = 0
+        try:
+            os.close(read_end)
+            validate_params(params, str(path))
+            _remember(marker)
+        except ConfigError as exc:
+            os.write(write_end, str(exc).encode("utf-8", "replace"))
+            code = 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the parent
+            os.write(write_end, f"{path}: validating the configuration failed: {type(exc).__name__}: {exc}".encode())
+            code = 2
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    result: list[None] = []
+
+    def verdict() -> None:
+        if result:
+            return
+        with os.fdopen(read_end, "rb") as fh:
+            message = fh.read().decode("utf-8", "replace")
+        _, status = os.waitpid(pid, 0)
+        result.append(None)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise ConfigError(message or f"{path}: validating the configuration failed (status {status})")
+
+    return params, verdict
 
 
 #: where a successful validation is remembered (by the hash of the file, the schema and the validating code)

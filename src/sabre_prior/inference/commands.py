@@ -18,23 +18,30 @@ from ..cliargs import add_model, add_no_progress, add_params
 # predict
 # ---------------------------------------------------------------------------
 def _predict(args: argparse.Namespace) -> int:
-    from ..config import load_params, model_settings
+    from ..config import load_params_overlapped, model_settings
     from .models.base import prefetch_sdk
 
-    params = load_params(args.params)
-    settings = model_settings(params, args.model, args.params)
-    prefetch_sdk(settings)  # an API SDK imports in the background while the data is read
-    from .modelconfig import ModelConfig
-    from .predict import predict_split
+    # the schema check runs in a child process while this one imports what the calls need; its
+    # verdict comes before anything is sent, and a schema error is the error reported first
+    params, verdict = load_params_overlapped(args.params)
+    try:
+        settings = model_settings(params, args.model, args.params)
+        prefetch_sdk(settings)  # an API SDK imports in the background while the data is read
+        from .modelconfig import ModelConfig
+        from .predict import predict_split
 
-    config = ModelConfig.parse(args.model, settings)  # the one parse of the entry, handed to everything
+        config = ModelConfig.parse(args.model, settings)  # the one parse of the entry, handed to everything
 
-    data = Path(args.data) if args.data else C.parquet_path(args.split)
-    output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
-    from ..config import prompt_templates
-    from .prompts import check_templates
+        data = Path(args.data) if args.data else C.parquet_path(args.split)
+        output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
+        from ..config import prompt_templates
+        from .prompts import check_templates
 
-    template = check_templates(prompt_templates(params), args.params)[0]  # the main table's
+        template = check_templates(prompt_templates(params), args.params)[0]  # the main table's
+    except Exception:
+        verdict()
+        raise
+    verdict()
     run = predict_split(
         args.model,
         config,
