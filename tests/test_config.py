@@ -220,3 +220,28 @@ def test_predict_with_an_invalid_file_makes_no_call_and_names_the_field(tmp_path
         err = capsys.readouterr().err
         assert code == 2 and "temprature" in err and "temperature" in err, err
         assert server.calls == []
+
+
+def test_the_dag_build_check_skips_the_schema_for_bytes_it_passed_before(
+    tmp_path: Path, params: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second `snakemake` plan of the same params.yaml does not validate the schema again, but
+    the settings checks (which look at the file system) still run; a --config-merged mapping or an
+    edited file is validated again."""
+    from sabre_prior import buildcheck
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    calls: list[str] = []
+    real, real_settings = config.validate_params, buildcheck.check_settings
+    monkeypatch.setattr(config, "validate_params", lambda p, source="params.yaml": (calls.append("schema"), real(p, source)))
+    monkeypatch.setattr(buildcheck, "check_settings", lambda p, source="params.yaml": (calls.append("settings"), real_settings(p, source)))
+    file_params = config.read_params_file("params.yaml")
+    buildcheck.validate_for_run(file_params, "params.yaml")
+    buildcheck.validate_for_run(file_params, "params.yaml")
+    assert calls == ["schema", "settings", "settings"]
+    calls.clear()
+    buildcheck.validate_for_run({**file_params, "splits": list(params["splits"])[:1]}, "params.yaml")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False) + "# edited\n", encoding="utf-8")
+    buildcheck.validate_for_run(config.read_params_file("params.yaml"), "params.yaml")
+    assert calls == ["schema", "settings", "schema", "settings"]

@@ -273,6 +273,17 @@ def _validated_marker(raw: bytes) -> Path | None:
     return VALIDATED_DIR / h.hexdigest()
 
 
+def validated_before(path: str | Path, params: Mapping[str, Any]) -> bool:
+    """``params`` are exactly what ``path`` holds, and these bytes passed :func:`validate_params`
+    before (under this schema and code): the Snakefile's check then skips the schema part."""
+    p = Path(path)
+    try:
+        marker = _validated_marker(p.read_bytes())
+        return marker is not None and marker.is_file() and read_params_file(p) == params
+    except (OSError, ConfigError):
+        return False
+
+
 def remember_validated(path: str | Path, params: Mapping[str, Any]) -> None:
     """Remember that ``path`` is valid, after ``params`` passed :func:`validate_params`, if they are
     exactly what the file holds (not, say, the file merged with Snakemake's ``--config``): then

@@ -6,7 +6,6 @@ Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
