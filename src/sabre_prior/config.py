@@ -227,10 +227,10 @@ def load_params_overlapped(path: str | Path = "params.yaml") -> tuple[dict[str, 
             validate_params(params, str(path))
             _remember(marker)
         except ConfigError as exc:
-            os.write(write_end, str(exc).encode("utf-8", "replace"))
+            _write_all(write_end, str(exc).encode("utf-8", "replace"))
             code = 1
         except BaseException as exc:  # noqa: BLE001 - reported by the parent
-            os.write(write_end, f"{path}: validating the configuration failed: {type(exc).__name__}: {exc}".encode())
+            _write_all(write_end, f"{path}: validating the configuration failed: {type(exc).__name__}: {exc}".encode())
             code = 2
         finally:
             os._exit(code)
@@ -248,6 +248,14 @@ def load_params_overlapped(path: str | Path = "params.yaml") -> tuple[dict[str, 
             raise ConfigError(message or f"{path}: validating the configuration failed (status {status})")
 
     return params, verdict
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    import os
+
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 #: where a successful validation is remembered (by the hash of the file, the schema and the validating code)

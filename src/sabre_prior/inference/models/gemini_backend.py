@@ -7,7 +7,7 @@ mapping), to ``{base_url}/{api_version}/models/{model}:generateContent`` with th
 ``x-goog-api-key`` header; the API version is the SDK's (``google/genai/_api_client.py``: ``v1``
 unless GOOGLE_GENAI_API_VERSION says otherwise, ``beta`` meaning ``v1beta``). Importing the SDK
 costs about a second, and its request and response models cost CPU on every call (at 200 requests
-a second it topped out at 130-185 a second on 2 cores); ``tests/models/test_gemini_backend.py``
+a second it topped out at 130-185 a second on 2 cores); ``tests/models/test_api_backends.py``
 checks that both paths send the same body. The SDK (``via_sdk``, its retries off with
 ``HttpRetryOptions(attempts=1)``) stays for the batch API (``batch_gemini.py``).
 Settings besides the common ones:
