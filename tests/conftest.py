@@ -153,6 +153,24 @@ def demo_repo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "demo-run", build) / "base"
 
 
+@pytest.fixture(scope="session")
+def new_model_dvc_repro(demo_repo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of :func:`demo_repo_run` after adding a model to params.yaml (dvc_helpers.NEW_MODEL) and
+    running `dvc repro`, once per session for the tests that start with that step (what DVC ran,
+    then what either tool does next). The directory holds ``project/`` (the tree after the run),
+    ``dvc_repro.out`` (the run's output) and ``dvc_repro.seconds``. Shared and read-only: copy it."""
+    from dvc_helpers import BIN, NEW_MODEL, copy_tree, out, set_param_models, timed
+
+    def build(root: Path) -> None:
+        project = copy_tree(demo_repo_run, root / "project")
+        set_param_models(project, NEW_MODEL)
+        proc, seconds = timed([str(BIN / "dvc"), "repro"], project)
+        (root / "dvc_repro.out").write_text(out(proc), encoding="utf-8")
+        (root / "dvc_repro.seconds").write_text(f"{seconds:.1f}\n", encoding="utf-8")
+
+    return built_once(tmp_path_factory, "new-model-dvc-repro", build)
+
+
 @pytest.fixture(scope="module")
 def demo_repo_run_copy(demo_repo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of :func:`demo_repo_run` for one test module: the finished run with its mtimes,

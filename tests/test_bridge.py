@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bridge_helpers import assert_agree, digests, dvc_changed, smk_todo, temp_files
-from dvc_helpers import BIN, NEW_MODEL, PLANTED, copy_tree, dvc, dvc_ran, out, run, set_param_models, smk
+from dvc_helpers import BIN, NEW_MODEL, PLANTED, copy_tree, dvc, dvc_ran, out, run, smk
 from project import env
 
 pytestmark = pytest.mark.slow
@@ -49,10 +49,14 @@ def test_the_finished_run_agrees_and_a_second_run_of_either_tool_does_nothing(wo
     assert dvc_ran(out(dvc(work, "repro"))) == []
 
 
-def test_add_a_model_dvc_repro_remove_it_snakemake_lists_only_params_models(work: Path, clean: dict[str, str]) -> None:
-    original = (work / "params.yaml").read_text(encoding="utf-8")
-    set_param_models(work, NEW_MODEL)
-    dvc(work, "repro")
+def test_add_a_model_dvc_repro_remove_it_snakemake_lists_only_params_models(
+    demo_repo_run: Path, new_model_dvc_repro: Path, clean: dict[str, str], tmp_path: Path
+) -> None:
+    """A model added and `dvc repro` run (the session's run of that step, tests/conftest.py), then
+    the model removed from params.yaml: Snakemake's run shows only the models params.yaml lists."""
+    work = copy_tree(new_model_dvc_repro / "project", tmp_path / "work")
+    original = (demo_repo_run / "params.yaml").read_text(encoding="utf-8")
+    assert NEW_MODEL in (work / "params.yaml").read_text(encoding="utf-8") and NEW_MODEL not in original
     assert "Always yes (again)" in (work / "results/tables/main_results.md").read_text(encoding="utf-8")
     (work / "params.yaml").write_text(original, encoding="utf-8")
     proc = smk(work, "--cores", "2", "all")

@@ -170,10 +170,12 @@ def _new_model_stages(params: dict) -> set[str]:
     }  # fmt: skip
 
 
-def test_dvc_repro_after_adding_a_model_runs_only_its_stages(work: Path) -> None:
-    set_param_models(work, NEW_MODEL)
-    proc, seconds = timed([str(BIN / "dvc"), "repro"], work)
-    ran = dvc_ran(out(proc))
+def test_dvc_repro_after_adding_a_model_runs_only_its_stages(new_model_dvc_repro: Path, tmp_path: Path) -> None:
+    """`dvc repro` after adding a model (the session's run of that step, tests/conftest.py) runs only
+    the new model's stages and the aggregates; Snakemake then has nothing to do."""
+    work = copy_tree(new_model_dvc_repro / "project", tmp_path / "work")
+    ran = dvc_ran((new_model_dvc_repro / "dvc_repro.out").read_text(encoding="utf-8"))
+    seconds = float((new_model_dvc_repro / "dvc_repro.seconds").read_text())
     print(f"\ndvc repro after adding a model: {len(ran)} stages in {seconds:.1f} s: {', '.join(ran)}")
     assert set(ran) - AGGREGATES - {"recipes"} == _new_model_stages(_params(work))
     assert len(ran) == len(set(ran))
