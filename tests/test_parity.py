@@ -188,3 +188,13 @@ def test_generate_writes_the_command_map_and_captions_and_removes_a_stale_captio
     assert cmap.read_text(encoding="utf-8") == (project / "src/sabre_prior/commandmap.py").read_text(encoding="utf-8")
     proc = subprocess.run([str(BIN / "sabre"), "generate", "--check"], cwd=other, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_generate_outside_a_checkout_writes_no_package_files(tmp_path: Path) -> None:
+    """A project without the package source (sabre installed from a wheel): `sabre generate` writes
+    dvc.yaml and the rule files, and no src/ tree (the command map and captions are the package's)."""
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    proc = subprocess.run([str(BIN / "sabre"), "generate"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "dvc.yaml").is_file() and (tmp_path / "workflow/rules/report.smk").is_file()
+    assert not (tmp_path / "src").exists()

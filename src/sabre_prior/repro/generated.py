@@ -103,10 +103,14 @@ def render_commandmap(package_dir: Path | None = None) -> str:
 
 
 def render_all(pipeline: Pipeline) -> dict[str, str]:
-    """Every generated file (path relative to the project root) -> its fresh text."""
+    """Every generated file (path relative to the project root) -> its fresh text. The package's
+    own files (the command map, the captions) only in a checkout that holds the package source."""
     from .rules import render_rules
 
-    return {DVC_YAML: render_dvc_yaml(pipeline), **render_rules(), COMMANDMAP: render_commandmap(), **render_captions()}
+    wanted = {DVC_YAML: render_dvc_yaml(pipeline), **render_rules()}
+    if (Path(pipeline.root) / PACKAGE_DIR).is_dir():
+        wanted.update({COMMANDMAP: render_commandmap(), **render_captions()})
+    return wanted
 
 
 def stale_captions(root: Path) -> list[str]:
