@@ -185,8 +185,8 @@ def tiny_vlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One finished local `snakemake --cores 2 all` of the project with the demo models plus the tiny
     random VLM (tests/fixtures/tiny_vlm.py; one GPU asked for per job, as on a cluster), run once
     per session for the tests that need a finished tiny-VLM run (the transformers pipeline test,
-    the SLURM run that must equal it). The directory holds ``model/`` (the checkpoint), ``fresh/``
-    (the project before the run: copy it to run it elsewhere) and ``local/`` (the finished run).
+    the SLURM run that must equal it). The directory holds ``model/`` (the checkpoint) and
+    ``local/`` (the finished run).
     Shared and read-only: copy what you change."""
     pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
     import importlib.util
@@ -197,8 +197,7 @@ def tiny_vlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         lmp = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(lmp)
         model = lmp.tiny_vlm_module().build_tiny_vlm(root / "model")
-        fresh = lmp.make_project(root / "fresh", {"tiny": lmp.tiny_model_settings(model, gpus=1)})
-        shutil.copytree(fresh, root / "local", symlinks=True)
+        lmp.make_project(root / "local", {"tiny": lmp.tiny_model_settings(model, gpus=1)})
         lmp.project_module().snakemake(["--cores", "2", "all"], root / "local", timeout=900)
 
     return built_once(tmp_path_factory, "tiny-vlm-run", build)

@@ -167,9 +167,12 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_slurm_run_equals_local_run(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """The demo models plus the tiny VLM asking for one (fake) GPU per job, run on the cluster,
-    make the same bytes as the same project run locally (the session's shared tiny-VLM run,
-    tests/conftest.py::tiny_vlm_run, made from the same project files)."""
+    """The tiny VLM's jobs, asking for one (fake) GPU each, and the jobs downstream of them, run
+    on the cluster, make the same bytes as the same project run locally (the session's shared
+    tiny-VLM run, tests/conftest.py::tiny_vlm_run). The cluster run starts from a copy of the local
+    run with every result of the tiny model removed: the demo models' jobs are local rules on a
+    cluster, so they would run on the head node exactly as in the local run; what only a cluster
+    run can show is the submitted jobs and what they write."""
     reason = slurm_cluster.unavailable_reason()
     if reason:
         pytest.skip(reason)
@@ -178,7 +181,11 @@ def test_slurm_run_equals_local_run(tmp_path: Path, request: pytest.FixtureReque
     shared = request.getfixturevalue("tiny_vlm_run")  # after the skips: building it runs the pipeline
     local = shared / "local"
     cluster_copy = tmp_path / "cluster"
-    shutil.copytree(shared / "fresh", cluster_copy, symlinks=True)
+    shutil.copytree(shared / "local", cluster_copy, symlinks=True)  # with its mtimes and .snakemake/
+    removed = [p for p in (cluster_copy / "results").rglob("*") if p.is_file() and "tiny" in p.relative_to(cluster_copy).parts]
+    assert len(removed) >= 12, removed  # at least predictions, traces and usage of four splits
+    for path in removed:
+        path.unlink()
     project = lmp.project_module()
 
     cluster = slurm_cluster.LocalSlurm(tmp_path / "slurm", mem_mb=6000, gpus=1)
@@ -204,6 +211,7 @@ def test_slurm_run_equals_local_run(tmp_path: Path, request: pytest.FixtureReque
         rules = [rule for _, rule in submitted]
         assert rules.count("predict_local") == 4, log[-4000:]
         assert "predict" not in rules and "evaluate" not in rules and "fetch" not in rules  # local rules
+        assert set(rules) - {"predict_local"}, log[-4000:]  # a submitted job that asks for no GPU, checked below
         for jobid, rule in submitted:
             info = subprocess.run(["scontrol", "show", "job", jobid], env=env, capture_output=True, text=True).stdout
             if rule == "predict_local":  # the tiny model's settings: 1 GPU, 1 CPU, 1000 MB, 10 min
