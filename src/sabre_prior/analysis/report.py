@@ -22,7 +22,8 @@ from typing import Any
 
 from .. import contracts as C
 from ..config import display_name
-from ..data.parquet import data_identity, image_mime, iter_rows
+from ..data.parquet import data_identity, iter_rows
+from ..data.reader import image_mime
 from ..errors import DataError
 from ..io_utils import write_text
 from ..options import options_mapping

@@ -20,20 +20,6 @@ import pyarrow.parquet as pq
 from .. import contracts as C
 from ..errors import DataError
 
-_MIME = {
-    b"\xff\xd8\xff": "image/jpeg",
-    b"\x89PNG": "image/png",
-    b"GIF8": "image/gif",
-    b"RIFF": "image/webp",
-}
-
-
-def image_mime(data: bytes) -> str:
-    for magic, mime in _MIME.items():
-        if data.startswith(magic):
-            return mime
-    return "application/octet-stream"
-
 
 def iter_rows(path: str | Path, *, with_images: bool = True, batch_size: int = 64) -> Iterator[dict[str, Any]]:
     """Yield the rows of a Parquet split as dicts, in file order.

@@ -8,16 +8,31 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .. import contracts as C
 from ..cliargs import add_model, add_no_progress, add_params
+
+if TYPE_CHECKING:
+    from ..data.reader import ForkedRows, LocalRows
 
 
 # ---------------------------------------------------------------------------
 # predict
 # ---------------------------------------------------------------------------
 def _predict(args: argparse.Namespace) -> int:
+    from ..data.reader import open_rows
+
+    data = Path(args.data) if args.data else C.parquet_path(args.split)
+    # the rows are read by a forked child (pyarrow's import and the first rows on the other core)
+    rows = open_rows(data)
+    try:
+        return _predict_rows(args, data, rows)
+    finally:
+        rows.close()
+
+
+def _predict_rows(args: argparse.Namespace, data: Path, rows: ForkedRows | LocalRows) -> int:
     from ..config import load_params_overlapped, model_settings
     from .models.base import prefetch_sdk
 
@@ -32,7 +47,6 @@ def _predict(args: argparse.Namespace) -> int:
 
         config = ModelConfig.parse(args.model, settings)  # the one parse of the entry, handed to everything
 
-        data = Path(args.data) if args.data else C.parquet_path(args.split)
         output = Path(args.output) if args.output else C.predictions_path(args.model, args.split)
         from ..config import prompt_templates
         from .prompts import check_templates
@@ -52,6 +66,7 @@ def _predict(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         usage_output=Path(args.usage) if args.usage else None,
         retry_refusals=args.retry_refusals,
+        rows=rows,
     )
     print(
         f"{args.model}/{args.split}: {run.answered} answered ({run.cached} from the journal, "

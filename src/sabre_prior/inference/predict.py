@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .. import contracts as C
-from ..data.parquet import image_mime, iter_rows
+from ..data.reader import FIRST_READ_BATCH, ForkedRows, LocalRows, image_mime
 from .engine import Engine, EngineResult, WorkItem
 from ..errors import BackendError, InferenceIncomplete
 from ..io_utils import write_json, write_jsonl
@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 
 #: Output tokens expected for a short answer ("Yes.", "3", "B"), for estimates.
 EXPECTED_OUTPUT_TOKENS = 3
-#: Rows read from the Parquet file at a time: small, so that the first request leaves early.
-FIRST_READ_BATCH = 8
 
 
 @dataclass
@@ -69,10 +67,18 @@ def resolve_template(config: ModelConfig, template: str | None = None) -> str:
 
 
 def iter_queries(
-    data_path: Path, split: str, template: str, repeat: int = 0, only_ids: set[str] | None = None
+    data_path: Path,
+    split: str,
+    template: str,
+    repeat: int = 0,
+    only_ids: set[str] | None = None,
+    rows: ForkedRows | LocalRows | None = None,
 ) -> Iterator[Query]:
-    """One :class:`Query` per row (or per row of ``only_ids``), with the image's original bytes, in file order."""
-    for row in iter_rows(data_path, with_images=True, batch_size=FIRST_READ_BATCH):
+    """One :class:`Query` per row (or per row of ``only_ids``), with the image's original bytes, in file order.
+
+    ``rows``: the split's rows opened already (:func:`sabre_prior.data.reader.open_rows`), else read here.
+    """
+    for row in rows if rows is not None else LocalRows(data_path, FIRST_READ_BATCH):
         if only_ids is not None and str(row[C.COL_ID]) not in only_ids:
             continue
         image = row.pop(C.COL_IMAGE)
@@ -108,15 +114,6 @@ def work_items(
     queries: Iterable[Query], backend: Backend, template: str, policy: ImagePolicy, repeat: int = 0
 ) -> list[WorkItem]:
     return list(iter_work_items(queries, backend, template, policy, repeat))
-
-
-def _row_count(data_path: Path) -> int | None:
-    try:
-        import pyarrow.parquet as pq
-
-        return int(pq.ParquetFile(data_path).metadata.num_rows)
-    except Exception:  # a missing or broken file is reported by the reader with its context
-        return None
 
 
 def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[WorkItem]:
@@ -161,8 +158,12 @@ def predict_split(
     retry_refusals: bool = False,
     repeat: int = 0,
     only_ids: set[str] | None = None,
+    rows: ForkedRows | LocalRows | None = None,
 ) -> SplitRun:
     """Answer every question of ``split`` with ``model`` and write the prediction file.
+
+    ``rows``: the split's rows opened already (``sabre predict`` forks their reader before its
+    other imports, :mod:`sabre_prior.data.reader`); closed here. Else read in this process.
 
     ``retry_refusals``: send again the questions the journal holds as refused.
     Raises :class:`BackendError` before any call when the backend is not ready
@@ -170,6 +171,42 @@ def predict_split(
     questions failed (no prediction file is written then). ``settings``: the model's
     :class:`ModelConfig` (a plain params entry is parsed into one here).
     """
+    data_path = Path(data_path)
+    rows = rows if rows is not None else LocalRows(data_path, FIRST_READ_BATCH)
+    try:
+        result, items, backend, config, template, journaled = _run(
+            model, settings, split, data_path, rows, template, progress, journal_dir, retry_refusals, repeat, only_ids
+        )
+    finally:
+        rows.close()
+    return _finish(
+        config,
+        split,
+        template,
+        items,
+        result,
+        Path(output),
+        usage_output,
+        run_log_output,
+        journaled,
+        backend.run_info(),
+    )
+
+
+def _run(
+    model: str,
+    settings: Mapping[str, Any] | ModelConfig,
+    split: str,
+    data_path: Path,
+    rows: ForkedRows | LocalRows,
+    template: str | None,
+    progress: bool,
+    journal_dir: str | Path | None,
+    retry_refusals: bool,
+    repeat: int,
+    only_ids: set[str] | None,
+) -> tuple[EngineResult, list[WorkItem], Backend, ModelConfig, str, bool]:
+    """:func:`predict_split`'s calls: the engine's result, the items it was given, and what wrote them."""
     config = as_config(model, settings).retrying_refusals(retry_refusals)
     template = resolve_template(config, template)
     backend = create_backend(model, config.settings)
@@ -179,11 +216,10 @@ def predict_split(
     except MissingKeyError as exc:
         missing_key = exc  # fatal unless the journal already holds every answer (checked below)
     policy = config.images
-    data_path = Path(data_path)
     items: list[WorkItem] = []
     # a generator: the engine starts calling while later questions are still being read
     stream: Iterable[WorkItem] = _collecting(
-        iter_work_items(iter_queries(data_path, split, template, repeat, only_ids), backend, template, policy, repeat),
+        iter_work_items(iter_queries(data_path, split, template, repeat, only_ids, rows), backend, template, policy, repeat),
         items,
     )
     if missing_key is not None:
@@ -212,22 +248,11 @@ def predict_split(
             | ({"repeat": repeat} if repeat else {}),
             **extra,
         )
-        result = engine.run(stream, total=len(only_ids) if only_ids is not None else _row_count(data_path))
+        result = engine.run(stream, total=len(only_ids) if only_ids is not None else rows.count())
     finally:
         if journal is not None:
             journal.close()
-    return _finish(
-        config,
-        split,
-        template,
-        items,
-        result,
-        Path(output),
-        usage_output,
-        run_log_output,
-        journal is not None,
-        backend.run_info(),
-    )
+    return result, items, backend, config, template, journal is not None
 
 
 def _finish(

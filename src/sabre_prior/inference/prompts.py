@@ -182,7 +182,7 @@ class SentImage:
 
 
 def _mime_of(data: bytes) -> str:
-    from ..data.parquet import image_mime
+    from ..data.reader import image_mime
 
     return image_mime(data)
 
