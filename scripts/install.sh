@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the pipeline into ./.venv (Python >= 3.11).
 #   bash scripts/install.sh          # the pipeline (demo, API backends, DVC)
-#   bash scripts/install.sh --test   # + test tools, local-model stack on CPU, SLURM plugin,
+#   bash scripts/install.sh --test   # + test tools, local-model stack on CPU, SLURM plugin (in .venv/cluster),
 #                                    #   and (as root, with apt-get) chromium, slurm-wlm, munge
 #   bash scripts/install.sh --gpu    # the pinned GPU environment: vLLM with its torch, torchvision and
 #                                    #   transformers (requirements-gpu.lock; Linux x86_64, NVIDIA driver for CUDA 13)
@@ -38,7 +38,21 @@ pip install -q --no-deps -e .
 
 if [ "$want_test" = 1 ]; then
   # test tools, the local-model stack on CPU (torch, as requirements-test.lock pins it) and the SLURM executor plugin
-  pip install -q -r requirements-test.lock
+  # The SLURM executor plugins go to .venv/cluster, apart from the venv: Snakemake imports every executor
+  # plugin it can find at each start, and this one imports pandas (~0.4 s of every `snakemake` command).
+  # The SLURM test puts .venv/cluster on PYTHONPATH; to submit to a cluster yourself, run
+  # `export PYTHONPATH=$PWD/.venv/cluster` (or pip install -e '.[cluster]').
+  plugins='^snakemake-executor-plugin-slurm(-jobstep)?=='
+  rest=$(mktemp)
+  grep -v -E "$plugins" requirements-test.lock > "$rest"
+  pip install -q -r "$rest"
+  rm -f "$rest"
+  pinned=$(grep -E "$plugins" requirements-test.lock)
+  if [ "$(cat .venv/cluster/PINS 2>/dev/null)" != "$pinned" ]; then
+    rm -rf .venv/cluster
+    pip install -q --no-deps --target .venv/cluster $pinned
+    echo "$pinned" > .venv/cluster/PINS
+  fi
   pip install -q --no-deps -e .
   # system packages for the browser test (Debian's chromium) and the real single-node
   # SLURM test (slurm-wlm daemons and munge); tests skip with a reason without them

@@ -11,6 +11,8 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+#: The SLURM executor plugins, which ``scripts/install.sh --test`` installs apart from the venv (there: why).
+CLUSTER_PLUGINS = Path(sys.prefix) / "cluster"
 
 
 def project_files() -> list[str]:
@@ -46,8 +48,28 @@ def env() -> dict[str, str]:
     return e
 
 
-def run(cmd: list[str], cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+def cluster_env(base: dict[str, str]) -> dict[str, str]:
+    """``base`` with the SLURM executor plugins on PYTHONPATH (sbatch's --export=ALL hands it to the jobs)."""
+    e = dict(base)
+    e["PYTHONPATH"] = os.pathsep.join(p for p in (str(CLUSTER_PLUGINS), e.get("PYTHONPATH", "")) if p)
+    return e
+
+
+def cluster_plugin_missing() -> str | None:
+    """Why the SLURM executor plugin cannot be used here, or None."""
+    import importlib.machinery
+    import importlib.util
+
+    name = "snakemake_executor_plugin_slurm"
+    if importlib.util.find_spec(name) or importlib.machinery.PathFinder.find_spec(name, [str(CLUSTER_PLUGINS)]):
+        return None
+    return f"snakemake-executor-plugin-slurm is not installed (bash scripts/install.sh --test puts it in {CLUSTER_PLUGINS})"
+
+
+def run(
+    cmd: list[str], cwd: Path, timeout: float = 600, check: bool = True, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=cwd, env=environ or env(), capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"{' '.join(cmd)} failed with exit code {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n"

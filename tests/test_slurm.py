@@ -113,8 +113,8 @@ FAKE_TOOLS = {
 def test_sbatch_requests_with_fake_slurm(tmp_path: Path) -> None:
     """The sbatch lines the SLURM executor writes from the models' settings (fake
     sbatch/squeue/sinfo on PATH; no cluster needed)."""
-    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
-        pytest.skip("snakemake-executor-plugin-slurm is not installed (pip install -e '.[cluster]')")
+    if (missing := lmp.project_module().cluster_plugin_missing()) is not None:
+        pytest.skip(missing)
     presets = yaml.safe_load((ROOT / "configs" / "open_models.yaml").read_text())["models"]
     models = {
         "qwen72b": presets["qwen2.5-vl-72b"],
@@ -133,7 +133,7 @@ def test_sbatch_requests_with_fake_slurm(tmp_path: Path) -> None:
     calls = tmp_path / "calls.log"
     calls.write_text("")
     project = lmp.project_module()
-    env = {**project.env(), "FAKE_SLURM_LOG": str(calls)}
+    env = {**project.cluster_env(project.env()), "FAKE_SLURM_LOG": str(calls)}
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
     env.pop("SLURM_CONF", None)
     targets = [f"results/predictions/{m}/context.jsonl" for m in models]
@@ -176,8 +176,8 @@ def test_slurm_run_equals_local_run(tmp_path: Path, request: pytest.FixtureReque
     reason = slurm_cluster.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
-        pytest.skip("snakemake-executor-plugin-slurm is not installed (pip install -e '.[cluster]')")
+    if (missing := lmp.project_module().cluster_plugin_missing()) is not None:
+        pytest.skip(missing)
     shared = request.getfixturevalue("tiny_vlm_run")  # after the skips: building it runs the pipeline
     local = shared / "local"
     cluster_copy = tmp_path / "cluster"
@@ -191,7 +191,7 @@ def test_slurm_run_equals_local_run(tmp_path: Path, request: pytest.FixtureReque
     cluster = slurm_cluster.LocalSlurm(tmp_path / "slurm", mem_mb=6000, gpus=1)
     cluster.start()
     try:
-        env = cluster.env()
+        env = project.cluster_env(cluster.env())
         args = [
             str(project.BIN / "snakemake"),
             "--profile", "profiles/slurm",
