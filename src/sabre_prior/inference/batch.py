@@ -62,13 +62,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Se
 if TYPE_CHECKING:
     from .modelconfig import ModelConfig
 
-from .engine import EngineResult, EngineSettings, WorkItem, final_record, redact, spend_record
+from .engine import EngineResult, EngineSettings, Runner, WorkItem, final_record, redact, spend_record
 from ..errors import BackendError, SabreError
 from .journal import Journal, is_refusal
 from .. import registry
 from .models.base import Backend, CallError, Completion
 from .outcomes import EMPTY, REFUSAL, budget_spent
-from .usage import Prices, RunStats
+from .usage import Prices
 
 log = logging.getLogger(__name__)
 
@@ -403,7 +403,7 @@ class _Bars:
 # ---------------------------------------------------------------------------
 # The batch engine
 # ---------------------------------------------------------------------------
-class BatchEngine:
+class BatchEngine(Runner):
     """Answers work items through a provider batch API (same interface as :class:`engine.Engine`).
 
     Outcomes follow the synchronous engine (:mod:`sabre_prior.inference.engine`, :mod:`sabre_prior.inference.outcomes`):
@@ -421,29 +421,20 @@ class BatchEngine:
         journal: Journal | None,
         settings: EngineSettings,
         *,
-        desc: str = "",
-        progress: bool = True,
-        journal_fields: Mapping[str, Any] | None = None,
-        seed: int | None = None,
         batch: BatchSettings | None = None,
         adapter: BatchAdapter | None = None,
         sleep: Any = time.sleep,
+        **common: Any,
     ) -> None:
+        """``common``: :class:`~sabre_prior.inference.engine.Runner`'s keywords (desc, progress, journal_fields, seed)."""
         if journal is None:
             raise BackendError("batch mode needs the response journal")
-        self.backend = backend
-        self.journal = journal
-        self.s = settings
-        self.desc = desc
-        self.progress = progress
-        self.journal_fields = dict(journal_fields or {})
-        self.seed = seed
+        super().__init__(backend, journal, settings, **common)
+        self.journal: Journal = journal
         self.b = batch or BatchSettings.from_settings(backend.settings, backend.name)
         self._adapter = adapter
         self._sleep = sleep
         self.ledger = Ledger(ledger_path(journal.path))
-        self._secrets = backend.secrets()
-        self.stats = RunStats()
         self.groups: dict[str, list[WorkItem]] = {}
         self.answers: dict[str, str] = {}
         self.records: dict[str, dict[str, Any]] = {}

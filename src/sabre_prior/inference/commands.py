@@ -98,7 +98,7 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
 # estimate (dry run)
 # ---------------------------------------------------------------------------
 def _estimate(args: argparse.Namespace) -> int:
-    from ..config import load_params, model_settings
+    from ..config import load_params
     from .modelconfig import ModelConfig
     from .predict import estimate_dimensions, format_estimates
 

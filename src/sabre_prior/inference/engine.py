@@ -272,8 +272,9 @@ def spend_record(
     }
 
 
-class Engine:
-    """Runs the work items of one model and split."""
+class Runner:
+    """What both engines are given (:class:`Engine` and ``batch.BatchEngine``): one model's backend,
+    its journal and engine settings, and how its run is shown and journaled."""
 
     def __init__(
         self,
@@ -285,19 +286,30 @@ class Engine:
         progress: bool = True,
         journal_fields: Mapping[str, Any] | None = None,
         seed: int | None = None,
-        pacing: "Path | None" = None,
     ) -> None:
         self.backend = backend
-        #: the model's shared pacing state file (sabre_prior.inference.ratelimit); None: this run's alone
-        self.pacing = pacing
         self.journal = journal
         self.s = settings
         self.desc = desc
-        self.progress_enabled = progress
+        self.progress = progress
         self.journal_fields = dict(journal_fields or {})
-        self._rng = random.Random(seed)
+        self.seed = seed
         self._secrets = backend.secrets()
         self.stats = RunStats()
+
+
+class Engine(Runner):
+    """Runs the work items of one model and split (the calls one at a time, concurrently)."""
+
+    def __init__(
+        self, backend: Backend, journal: Journal | None, settings: EngineSettings, *, pacing: "Path | None" = None,
+        **common: Any,
+    ) -> None:  # fmt: skip
+        """``common``: :class:`Runner`'s keywords (desc, progress, journal_fields, seed)."""
+        super().__init__(backend, journal, settings, **common)
+        #: the model's shared pacing state file (sabre_prior.inference.ratelimit); None: this run's alone
+        self.pacing = pacing
+        self._rng = random.Random(self.seed)
         self._answers: dict[str, str] = {}
         self._records: dict[str, dict[str, Any]] = {}
         self._failures: dict[str, str] = {}
@@ -321,7 +333,7 @@ class Engine:
         t0 = time.perf_counter()
         if total is None and isinstance(items, Sized):
             total = len(items)
-        self._progress = _Progress(total or 0, 0, self.desc, self.progress_enabled, self.stats)
+        self._progress = _Progress(total or 0, 0, self.desc, self.progress, self.stats)
         if not self.backend.is_async:
             self._progress.start()
         try:
