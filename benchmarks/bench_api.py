@@ -8,11 +8,11 @@ the last answer with the ideal N * L / C and with a bare client
 (``benchmarks/bare_client.py``: aiohttp, the same Parquet file, the same request
 bodies, the same concurrency, also a fresh process) run side by side on the same
 server.  Prints the time from process start to the first request, and the peak
-RSS of ``sabre predict`` at N and at 4N (``--rss-n``; flat in N: images are
-streamed, not all held).  Each row has its own image bytes (a distinct trailer
+RSS of ``sabre predict`` (with its forked row reader) at N and at 4N (``--rss-n``;
+flat in N: images are streamed, not all held).  Each row has its own image bytes (a distinct trailer
 after the JPEG's end marker), so Parquet cannot deduplicate them.
 Child processes may write bytecode (an installed package has its .pyc files).
-Needs GNU time (``/usr/bin/time``) for the peak RSS.
+Linux only (the peak RSS is read from /proc).
 
     python benchmarks/bench_api.py                      # N=1000, L=0.2, C in 8 32 64
     python benchmarks/bench_api.py --concurrency 1      # the 200 s run
@@ -100,23 +100,42 @@ def child_env() -> dict[str, str]:
     return env
 
 
-TIME = shutil.which("time") or "/usr/bin/time"
+def _tree_rss_kb(pid: int) -> int:
+    """The summed VmRSS (kB) of ``pid`` and every process below it, from Linux's /proc."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except (OSError, ValueError, StopIteration):
+            continue  # gone meanwhile, or a zombie
+    return total
 
 
 def run_timed(cmd: list[str], cwd: Path, log_path: Path) -> tuple[float, float, int]:
-    """(start monotonic, exit after s, peak RSS MB) of one child process.
+    """(start monotonic, exit after s, peak RSS MB) of one child process and the processes it starts.
 
-    The peak RSS comes from GNU time (``%M``), not from this process's ``wait4``: a child
-    forked from this (large) benchmark process counts the parent's pages until it execs.
+    The peak RSS is the largest sum of VmRSS over the process and its descendants (``sabre
+    predict``'s forked row reader), sampled every 50 ms: GNU time's ``%M`` would give the largest
+    single process only, and this process's ``wait4`` counts a child forked from this (large)
+    benchmark process with the parent's pages until it execs. The sum counts the pages a forked
+    child still shares with its parent twice: an upper bound.
     """
-    rss_file = log_path.with_suffix(".rss")
     with open(log_path, "w") as log:
         t0 = time.monotonic()
-        proc = subprocess.run([TIME, "-o", str(rss_file), "-f", "%M", *cmd], cwd=cwd, env=child_env(), stdout=log, stderr=log)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=child_env(), stdout=log, stderr=log)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            time.sleep(0.05)
         t_exit = time.monotonic() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed; see {log_path}")
-    return t0, t_exit, int(rss_file.read_text().split()[-1]) // 1024
+    return t0, t_exit, peak // 1024
 
 
 def call_times(server: FakeServer, n: int, t0: float) -> tuple[float, float]:
@@ -222,7 +241,7 @@ def main() -> int:
             f"{r['max_in_flight']} | {r['p50'] * 1000:.0f} |"
         )
     print()
-    print("| N | peak RSS of sabre predict (MB) | bare client at N (MB) |")
+    print("| N | peak RSS of sabre predict and its row reader (MB) | bare client at N (MB) |")
     print("|--:|--:|--:|")
     for n_, mb in rss.items():
         print(f"| {n_} | {mb} | {bare[-1]['rss_mb'] if n_ == args.n else '-'} |")
