@@ -149,3 +149,23 @@ def test_sabre_predict_never_imports_pyarrow_itself(tmp_path: Path, demo_parquet
     expected = [row["id"] for row in iter_rows(demo_parquet_dir / "context.parquet", with_images=False)]
     lines = (tmp_path / "results" / "predictions" / "always" / "context.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == expected
+
+
+def test_in_process_where_no_process_can_be_forked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "context.parquet"
+    write_split(path, "context", 8)
+    before = len(os.listdir("/proc/self/fd"))
+
+    tried = []
+
+    def no_fork() -> int:
+        tried.append(1)
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # as in `sabre predict` (an xdist worker has more)
+    rows = open_rows(path)
+    assert tried and isinstance(rows, LocalRows)
+    assert [r["id"] for r in rows] == [r["id"] for r in iter_rows(path)]
+    assert len(os.listdir("/proc/self/fd")) == before  # the pipe was closed
+

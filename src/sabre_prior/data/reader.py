@@ -85,7 +85,12 @@ class ForkedRows:
             fcntl.fcntl(write_end, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
         except (ImportError, OSError):  # not Linux, or over /proc/sys/fs/pipe-max-size: the default size
             pass
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): open_rows reads in this process instead
+            os.close(read_end)
+            os.close(write_end)
+            raise
         if pid == 0:  # the child: never returns
             os.close(read_end)
             _serve(write_end, path, batch_size)
@@ -218,5 +223,8 @@ def open_rows(path: str | Path, batch_size: int = FIRST_READ_BATCH) -> ForkedRow
     """The rows of a Parquet split, read in a forked child where that is safe, else in this process."""
     p = Path(path)
     if hasattr(os, "fork") and threading.active_count() == 1:
-        return ForkedRows(p, batch_size)
+        try:
+            return ForkedRows(p, batch_size)
+        except OSError:
+            pass
     return LocalRows(p, batch_size)
