@@ -19,6 +19,9 @@ for arg in "$@"; do
   esac
 done
 PIP_VERSION=26.3  # resolves the GPU lock from wheel metadata alone (tests/test_lock.py)
+# uv installs the CPU locks: it links files from its cache and installs in parallel, where pip
+# unpacks every wheel again (~4 GB with --test: about a minute with a warm cache, uv a few seconds)
+UV_VERSION=0.13.9
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -26,15 +29,24 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 
-python -m pip install -q "pip==$PIP_VERSION"
+python -m pip install -q "pip==$PIP_VERSION" "uv==$UV_VERSION"
+uv_install() { uv pip install -q --python .venv/bin/python "$@"; }
 # the pinned, reproducible dependency set (regenerate: bash scripts/lock.sh)
 if [ "$want_gpu" = 1 ]; then
-  # vLLM pins its torch; this machine's pip constraints (if any) are for CPU machines
-  PIP_CONSTRAINT=/dev/null pip install -q -r requirements-gpu.lock
+  # vLLM pins its torch; this machine's pip constraints (if any) are for CPU machines. pip, the
+  # resolver scripts/lock.sh resolved this lock with (tests/test_lock.py checks it resolves to itself)
+  PIP_CONSTRAINT=/dev/null pip install -q --no-compile -r requirements-gpu.lock
 else
-  pip install -q -r requirements.lock
+  uv_install -r requirements.lock
 fi
-pip install -q --no-deps -e .
+uv_install --no-deps -e .
+# Byte code: pip compiles every file it installs, one at a time, and uv none. The packages just
+# installed (the pipeline's; with --gpu, the GPU stack) are compiled here on every core at once, so
+# that the pipeline's commands start fast even where PYTHONDONTWRITEBYTECODE=1 stops Python from
+# caching what it compiles. The --test stack (torch, transformers, ...) compiles the modules it
+# imports on first use (the tests turn caching on). A file written for a newer Python (torch ships
+# one) fails to compile, as under pip: skipped.
+python -m compileall -q -q -j 0 "$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 
 if [ "$want_test" = 1 ]; then
   # test tools, the local-model stack on CPU (torch, as requirements-test.lock pins it) and the SLURM executor plugin
@@ -45,15 +57,14 @@ if [ "$want_test" = 1 ]; then
   plugins='^snakemake-executor-plugin-slurm(-jobstep)?=='
   rest=$(mktemp)
   grep -v -E "$plugins" requirements-test.lock > "$rest"
-  pip install -q -r "$rest"
+  uv_install -r "$rest"
   rm -f "$rest"
   pinned=$(grep -E "$plugins" requirements-test.lock)
   if [ "$(cat .venv/cluster/PINS 2>/dev/null)" != "$pinned" ]; then
     rm -rf .venv/cluster
-    pip install -q --no-deps --target .venv/cluster $pinned
+    uv_install --no-deps --target .venv/cluster $pinned
     echo "$pinned" > .venv/cluster/PINS
   fi
-  pip install -q --no-deps -e .
   # system packages for the browser test (Debian's chromium) and the real single-node
   # SLURM test (slurm-wlm daemons and munge); tests skip with a reason without them
   need=()

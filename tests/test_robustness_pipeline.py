@@ -1,7 +1,8 @@
 """Adding a prompt template or audit repeats re-runs only the new jobs, under Snakemake and DVC (issue 21).
 
 Real runs of both tools on the demo (tests/conftest.py builds it once per session); each scenario
-works on its own copy of the finished tree.
+works on its own copy of the finished tree. The robustness demo's run (configs/robustness.yaml) is
+made once and shared by the two tests that start from it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from dvc_helpers import copy_tree, dvc, dvc_ran, out, planned_jobs, smk, timed
-from project import BIN, run
+from project import BIN, built_once, run
 
 pytestmark = pytest.mark.slow
 
@@ -23,6 +24,22 @@ UP_TO_DATE = "Data and pipelines are up to date."
 @pytest.fixture
 def work(demo_repo_run: Path, tmp_path: Path) -> Path:
     return copy_tree(demo_repo_run, tmp_path / "project")
+
+
+@pytest.fixture(scope="session")
+def robustness_run(demo_repo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the finished demo run with configs/robustness.yaml as params.yaml after
+    `snakemake --cores 2 all`, once per test run for the tests that start there. The directory
+    holds ``project/`` (the tree after the run) and ``dvc_status.out`` (`dvc status` right after
+    it). Shared and read-only: copy it."""
+
+    def build(root: Path) -> None:
+        project = copy_tree(demo_repo_run, root / "project")
+        (project / "params.yaml").write_text((project / "configs/robustness.yaml").read_text())
+        smk(project, "--cores", "2", "all")
+        (root / "dvc_status.out").write_text(dvc(project, "status").stdout)
+
+    return built_once(tmp_path_factory, "robustness-run", build)
 
 
 def _models(project: Path) -> list[str]:
@@ -114,18 +131,17 @@ def test_dvc_repro_after_raising_repeats_runs_only_the_new_repeats_stages(work: 
     assert planned_jobs(out(smk(work, "-n", "all"))) == {}  # Snakemake agrees afterwards
 
 
-def test_main_table_is_the_same_with_the_robustness_demo(work: Path) -> None:
+def test_main_table_is_the_same_with_the_robustness_demo(demo_repo_run: Path, robustness_run: Path) -> None:
     """configs/robustness.yaml (three templates, three repeats) leaves the main table as it was."""
-    before = (work / "results/tables/main_results.csv").read_text()
-    (work / "params.yaml").write_text((work / "configs/robustness.yaml").read_text())
-    smk(work, "--cores", "2", "all")
+    before = (demo_repo_run / "results/tables/main_results.csv").read_text()
+    work = robustness_run / "project"
     assert (work / "results/tables/main_results.csv").read_text() == before
     sens = (work / "results/tables/prompt_sensitivity.csv").read_text()
     assert ",bare_v1," in sens and ",format_v1," in sens
     assert "true" in [row.split(",")[-1] for row in sens.splitlines()[1:]]  # bare_v1 draws unparseable answers: flagged
     flips = [json.loads((work / f"results/audit/{m}.json").read_text())["flipped"] for m in _models(work)]
     assert flips[_models(work).index("random")] > 0 and flips[_models(work).index("prior")] == 0
-    assert UP_TO_DATE in dvc(work, "status").stdout
+    assert UP_TO_DATE in (robustness_run / "dvc_status.out").read_text()
 
 
 def _documented_sabre_commands() -> list[str]:
@@ -144,15 +160,14 @@ def _documented_sabre_commands() -> list[str]:
     return found
 
 
-def test_documented_sabre_commands_run_on_the_robustness_demo(work: Path) -> None:
+def test_documented_sabre_commands_run_on_the_robustness_demo(robustness_run: Path, tmp_path: Path) -> None:
     import shlex
 
     from project import run
 
     commands = _documented_sabre_commands()
     assert len(commands) >= 7
-    (work / "params.yaml").write_text((work / "configs/robustness.yaml").read_text())
-    smk(work, "--cores", "2", "all")
+    work = copy_tree(robustness_run / "project", tmp_path / "project")
     for command in commands:
         argv = shlex.split(command)
         run([str(BIN / argv[0]), *argv[1:]], work)
