@@ -30,7 +30,9 @@ fi
 . .venv/bin/activate
 
 python -m pip install -q "pip==$PIP_VERSION" "uv==$UV_VERSION"
-uv_install() { uv pip install -q --python .venv/bin/python "$@"; }
+# --system-certs: trust the certificate authorities the system trusts, as pip does (uv's own
+# default is a bundled list, which fails behind a proxy or mirror whose CA only the system has)
+uv_install() { uv pip install -q --system-certs --python .venv/bin/python "$@"; }
 # the pinned, reproducible dependency set (regenerate: bash scripts/lock.sh)
 if [ "$want_gpu" = 1 ]; then
   # vLLM pins its torch; this machine's pip constraints (if any) are for CPU machines. pip, the
