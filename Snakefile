@@ -1,46 +1,26 @@
-# SABRE-Prior evaluation pipeline: wiring only. The stages are declared once in
-# sabre_prior.repro.pipeline (dvc.yaml is generated from the same declaration); the rules in
-# workflow/rules/*.smk take their inputs, outputs, log and command from it. All logic is
-# in the `sabre_prior` package, called through the `sabre` CLI.
+# SABRE-Prior evaluation pipeline. One rule file per stage (workflow/rules/); all logic is in the
+# `sabre_prior` package, called through the `sabre` command. How Snakemake and DVC share the work:
+# docs/orchestration.md.
 
-from snakemake.utils import min_version
+from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 
 # read first by sabre_prior.config: an invalid or tab-indented file, or a key given twice, is an
 # error naming the file and line (Snakemake's own reading says neither, and keeps the last duplicate)
-from sabre_prior.config import read_params_file
+from sabre_prior.config import snakefile_read, snakefile_validate
 
-read_params_file("params.yaml")
+RAW_PARAMS = snakefile_read("params.yaml")
 
 
 configfile: "params.yaml"
 
 
-# validated against workflow/schemas/params.schema.yaml; unknown or misspelt keys are errors with
-# the closest valid key suggested (sabre_prior.config)
-# and every setting that can be checked before a job runs (templates, backend settings, model ids,
-# a local source's folder: sabre_prior.buildcheck), before anything is planned or deleted
-from sabre_prior.buildcheck import validate_for_run
-
-validate_for_run(config, "params.yaml")
-
-# One plan for Snakemake and DVC (sabre_prior.repro.dagsync): each job's recipe and made record
-# say whether its outputs are what it would make now; the rules' inputs (common.smk) are
-# ancient() for those jobs and carry a fresh gate file for the others; after the run, one
-# `dvc commit` records what was made. A second run of either tool refuses while this one runs.
-from sabre_prior.repro import dagsync
-
-PIPELINE = dagsync.before_planning(config)
-
-
-onsuccess:
-    dagsync.after_run(PIPELINE, success=True)
-
-
-onerror:
-    dagsync.after_run(PIPELINE, success=False)
+# every setting that can be checked before a job runs, with messages naming the key and the
+# closest valid one (sabre_prior.buildcheck), then the JSON schema as Snakemake validates configs
+SAME_AS_PARAMS = snakefile_validate(config, RAW_PARAMS)
+validate(config, "workflow/schemas/params.schema.yaml", set_default=False)
 
 
 include: "workflow/rules/common.smk"
@@ -50,11 +30,39 @@ include: "workflow/rules/scoring.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/robustness.smk"
-include: "workflow/rules/repro.smk"
+
+
+# every output of the pipeline (the demo folder is temporary: removed once fetched)
+ALL = [
+    *expand(rules.fetch.output, split=SPLITS),
+    *expand(rules.predict.output, model=MODELS, split=SPLITS),
+    *expand(rules.evaluate.output, model=MODELS),
+    *expand(rules.intervals.output, model=MODELS),
+    *rules.tables.output,
+    *rules.figures.output,
+    *rules.plot_data.output,
+    *rules.manifest.output,
+    *rules.compare.output,
+    *rules.diagnose.output,
+    *rules.paper_compare.output,
+    *expand(rules.prompt_run.output, template=TEMPLATES, model=MODELS),
+    *expand(rules.audit_run.output, model=MODELS, repeat=REPEATS),
+    *expand(rules.audit.output, model=MODELS),
+    *rules.stability.output,
+    *rules.prompt_sensitivity.output,
+    *rules.html_report.output,
+]
 
 
 rule all:
     input:
-        PIPELINE.all_outputs(),
-        RECIPES_DONE,
+        ALL,
     default_target: True
+
+
+# After a run started by Snakemake: dvc.lock records what it made (sabre_prior.sync); under
+# `dvc repro`, DVC records it. Not run on a dry run or a failed run.
+onsuccess:
+    from sabre_prior.sync import after_run
+
+    after_run(ALL, SAME_AS_PARAMS)

@@ -133,11 +133,10 @@ def run_audit(
 # ---------------------------------------------------------------------------
 def _audit(args: argparse.Namespace) -> int:
     from .audit_run import RUNS_DIR
-    from .config import load_params, model_settings
+    from .settings import load_settings
     from .io_utils import write_json
 
-    params = load_params(args.params)
-    model_settings(params, args.model, args.params)  # the model must be configured
+    params = load_settings(args)
     runs_dir = Path(args.runs_dir) if args.runs_dir else Path(RUNS_DIR) / args.model
     result = run_audit(args.model, params, Path(args.data), Path(args.traces_dir), runs_dir)
     write_json(Path(args.output), result)

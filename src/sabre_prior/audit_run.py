@@ -7,8 +7,8 @@ journal keys of its own (the key names the repeat) in a journal of its own
 writes ``results/audit/<model>/r<r>.json``: per audited question its normalized answer, whether it
 is correct and its outcome, what the repeat cost per split, and the versions that served it.
 
-One job per model and repeat: ``repeat`` is a dimension of the pipeline (the ``audit_run`` stage,
-:data:`sabre_prior.repro.pipeline.DIMENSIONS`), so raising ``audit.repeats`` adds only the new
+One job per model and repeat: ``repeat`` is a wildcard of the rule ``audit_run``
+(workflow/rules/robustness.smk), so raising ``audit.repeats`` adds only the new
 repeats' jobs and the per-model aggregation (``sabre audit``, :mod:`sabre_prior.audit`) that reads
 them. A module of its own (registered in :data:`sabre_prior.commandmap.COMMANDS`): it predicts and
 scores, so only this stage depends on both the inference and the scoring code.
@@ -111,10 +111,11 @@ def run_repeat(
 # sabre audit-run
 # ---------------------------------------------------------------------------
 def _audit_run(args: argparse.Namespace) -> int:
-    from .config import load_params, model_settings
+    from .config import model_settings
+    from .settings import load_settings
     from .io_utils import write_json
 
-    params = load_params(args.params)
+    params = load_settings(args)
     settings = model_settings(params, args.model, args.params)
     if args.output and args.repeat is None:
         raise ConfigError("--output names one repeat's file: give --repeat too (or --outdir for every repeat)")

@@ -16,16 +16,11 @@ from .errors import ConfigError
 
 
 def validate_for_run(params: Mapping[str, Any], source: str = "params.yaml") -> None:
-    """The schema (:func:`~sabre_prior.config.validate_params`), then :func:`check_settings`.
+    """The schema (:func:`~sabre_prior.config.validate_params`), then :func:`check_settings` (which
+    also looks at the file system: a local source's folder, a local model's directory)."""
+    from .config import validate_params
 
-    The schema check is skipped for a file whose bytes passed it before (each `snakemake -n` of an
-    unchanged params.yaml: ~50 ms, jsonschema's import most of it); :func:`check_settings`, which
-    also looks at the file system (a local source's folder, a local model's directory), runs every time."""
-    from .config import remember_validated, validate_params, validated_before
-
-    if not validated_before(source, params):
-        validate_params(params, source)
-        remember_validated(source, params)  # the jobs that read the same file skip its validation
+    validate_params(params, source)
     check_settings(params, source)
 
 

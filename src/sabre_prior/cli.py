@@ -28,9 +28,9 @@ from .errors import SabreError
 # ---------------------------------------------------------------------------
 def _check_config(args: argparse.Namespace) -> int:
     from .buildcheck import check_settings
-    from .config import load_params
+    from .settings import load_settings
 
-    params = load_params(args.params)
+    params = load_settings(args)
     check_settings(params, args.params)
     print(f"{args.params}: valid ({len(params['models'])} models, splits: {', '.join(params['splits'])})")
     return 0
@@ -45,7 +45,7 @@ def _p_check_config(sub: argparse._SubParsersAction) -> None:
 #: This module's own subcommands (the core's).
 REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_check_config]
 
-from .commandmap import COMMANDS  # noqa: E402  (subcommand -> its module; the pipeline's recipes read it too)
+from .commandmap import COMMANDS  # noqa: E402  (subcommand -> its module)
 
 
 class _Version(argparse.Action):
@@ -142,18 +142,14 @@ def _show_tail(path: str, terminal: int, rc: int, command: str) -> None:
     os.write(terminal, text.encode("utf-8", errors="replace"))
 
 
-def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, words: Sequence[str], relaxed: Sequence[tuple[str, str]]) -> int:
-    from .repro import jobrun
+def _run(args: argparse.Namespace) -> int:
+    from .settings import UndeclaredSetting
 
     try:
-        # a stage's command: the declared job's arguments for the options left at their defaults,
-        # a refusal for one that would degrade a pipeline output; its made record once it succeeded
-        adopted = jobrun.adopt(parser, words, args)
-        jobrun.check_required(parser, args, relaxed)
-        code = int(args.func(args) or 0)
-        if code == 0:
-            jobrun.record(adopted)
-        return code
+        return int(args.func(args) or 0)
+    except UndeclaredSetting as exc:  # a bug of the rule or the command, not of the user's input
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     except SabreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -171,11 +167,8 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, words: Seque
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .repro import jobrun
-
     words = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_modules(words))
-    relaxed = jobrun.relax_required(parser, words)
     args = parser.parse_args(argv)
     terminal = _redirect_output(args.log) if args.log else None
     logging.basicConfig(
@@ -184,9 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     if terminal is None:
-        return _run(args, parser, words, relaxed)
+        return _run(args)
     try:
-        rc = _run(args, parser, words, relaxed)
+        rc = _run(args)
     except BaseException:  # noqa: BLE001 - an unexpected crash: its traceback goes to the log, its tail to the terminal
         import traceback
 

@@ -11,8 +11,15 @@ PARAMS_FILE = "params.yaml"
 
 
 def add_params(p: argparse.ArgumentParser) -> None:
-    """``--params``: the configuration file (default: params.yaml)."""
+    """``--params``: the configuration file (default: params.yaml); ``--settings``: the settings a
+    pipeline rule passes instead (sabre_prior.settings: the command may read only those)."""
     p.add_argument("--params", default=PARAMS_FILE, help=f"the configuration file (default: {PARAMS_FILE})")
+    p.add_argument(
+        "--settings",
+        metavar="JSON",
+        help="the settings of params.yaml this command may read, as the pipeline's rule passes them "
+        "(instead of reading --params; default: read --params)",
+    )
 
 
 def add_model(p: argparse.ArgumentParser) -> None:

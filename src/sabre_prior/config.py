@@ -7,7 +7,7 @@ import difflib
 import functools
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NoReturn
 
 import yaml
 
@@ -187,12 +187,9 @@ def read_params_file(path: str | Path = "params.yaml") -> dict[str, Any]:
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read and validate ``params.yaml`` (a file validated before, byte for byte, is not validated again)."""
+    """Read and validate ``params.yaml``."""
     params = read_params_file(path)
-    marker = _validated_marker(Path(path).read_bytes())
-    if marker is None or not marker.is_file():
-        validate_params(params, str(path))
-        _remember(marker)
+    validate_params(params, str(path))
     return params
 
 
@@ -203,20 +200,15 @@ def load_params_overlapped(path: str | Path = "params.yaml") -> tuple[dict[str, 
     :class:`ConfigError` (the same message :func:`load_params` gives) when the file is invalid; call
     it before anything the settings decide is done (``sabre predict``: before the first request).
     Importing jsonschema and validating take ~60 ms of CPU; on a second core they overlap the
-    imports of pyarrow and the HTTP client instead of delaying the first request. Where the file was
-    validated before, where ``os.fork`` is missing, or where another thread runs (forking then is not
-    safe), this validates in-process first, as :func:`load_params` does.
+    imports of pyarrow and the HTTP client instead of delaying the first request. Where ``os.fork`` is
+    missing, or where another thread runs (forking then is not safe), this validates in-process first, as :func:`load_params` does.
     """
     import os
     import threading
 
     params = read_params_file(path)
-    marker = _validated_marker(Path(path).read_bytes())
-    if marker is not None and marker.is_file():
-        return params, lambda: None
     if not hasattr(os, "fork") or threading.active_count() > 1:
         validate_params(params, str(path))
-        _remember(marker)
         return params, lambda: None
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -225,7 +217,6 @@ def load_params_overlapped(path: str | Path = "params.yaml") -> tuple[dict[str, 
         try:
             os.close(read_end)
             validate_params(params, str(path))
-            _remember(marker)
         except ConfigError as exc:
             _write_all(write_end, str(exc).encode("utf-8", "replace"))
             code = 1
@@ -258,64 +249,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-#: where a successful validation is remembered (by the hash of the file, the schema and the validating code)
-VALIDATED_DIR = Path(".sabre") / "cache" / "validated-params"
-
-
-def _validated_marker(raw: bytes) -> Path | None:
-    """The marker file of one successful validation of exactly these bytes by exactly this schema and code.
-
-    Importing jsonschema and validating take about 0.1 s, a fifth of the start-up budget of
-    ``sabre predict`` (docs/performance.md); a file validated before need not be again.
-    """
-    import hashlib
-
-    from . import registry
-
-    h = hashlib.sha256(raw)
-    try:
-        for f in (schema_path(), Path(__file__), Path(registry.__file__)):
-            h.update(f.read_bytes())
-    except OSError:
-        return None
-    return VALIDATED_DIR / h.hexdigest()
-
-
-def validated_before(path: str | Path, params: Mapping[str, Any]) -> bool:
-    """``params`` are exactly what ``path`` holds, and these bytes passed :func:`validate_params`
-    before (under this schema and code): the Snakefile's check then skips the schema part."""
-    p = Path(path)
-    try:
-        marker = _validated_marker(p.read_bytes())
-        return marker is not None and marker.is_file() and read_params_file(p) == params
-    except (OSError, ConfigError):
-        return False
-
-
-def remember_validated(path: str | Path, params: Mapping[str, Any]) -> None:
-    """Remember that ``path`` is valid, after ``params`` passed :func:`validate_params`, if they are
-    exactly what the file holds (not, say, the file merged with Snakemake's ``--config``): then
-    :func:`load_params` in each job need not import jsonschema and validate the same bytes again."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-        if read_params_file(p) != params:
-            return
-    except (OSError, ConfigError):
-        return
-    _remember(_validated_marker(raw))
-
-
-def _remember(marker: Path | None) -> None:
-    if marker is None:
-        return
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:  # a read-only project: validate every time
-        pass
-
-
 def model_settings(params: Mapping[str, Any], model: str, source: str = "params.yaml") -> dict[str, Any]:
     models = params.get("models") or {}
     if model not in models:
@@ -335,3 +268,33 @@ def prompt_templates(params: Mapping[str, Any]) -> list[str]:
     """``prompt.templates`` (default ``[screening_v1]``); the first is the main table's."""
     listed = (params.get("prompt") or {}).get("templates")
     return [str(t) for t in listed] if listed else list(DEFAULT_TEMPLATES)
+
+
+def _exit_with(exc: ConfigError) -> "NoReturn":
+    """Stop a Snakemake run on a configuration error: the message, no stack (SystemExit is not an
+    error Snakemake reports with a traceback)."""
+    import sys
+
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def snakefile_read(path: str = "params.yaml") -> dict[str, Any]:
+    """The Snakefile's first step: ``path`` read as :func:`read_params_file` reads it (duplicate keys
+    and YAML errors named by line), before Snakemake's own reading says less."""
+    try:
+        return read_params_file(path)
+    except ConfigError as exc:
+        _exit_with(exc)
+
+
+def snakefile_validate(config: Mapping[str, Any], raw: Mapping[str, Any], path: str = "params.yaml") -> bool:
+    """Every check of :func:`sabre_prior.buildcheck.validate_for_run` on Snakemake's ``config``;
+    returns whether ``config`` is exactly ``path``'s content (no ``--config``/``--configfile``)."""
+    from .buildcheck import validate_for_run
+
+    try:
+        validate_for_run(config, path)
+    except ConfigError as exc:
+        _exit_with(exc)
+    return dict(config) == dict(raw)

@@ -109,10 +109,11 @@ def run_template(
 # prompt-run (the prompt-sensitivity dimension)
 # ---------------------------------------------------------------------------
 def _prompt_run(args: argparse.Namespace) -> int:
-    from .config import load_params, model_settings, prompt_templates
+    from .config import model_settings, prompt_templates
+    from .settings import load_settings
     from .errors import ConfigError
     
-    params = load_params(args.params)
+    params = load_settings(args)
     if args.template not in prompt_templates(params):
         raise ConfigError(f"{args.params}: prompt.templates does not list {args.template!r}: {prompt_templates(params)}")
     metrics = run_template(

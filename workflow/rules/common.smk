@@ -1,50 +1,22 @@
-# Shared names for the rules. The rule files (workflow/rules/<group>.smk) are generated from the
-# one declaration of the pipeline (sabre_prior.repro.pipeline.STAGES, also rendered into dvc.yaml)
-# by `sabre generate`; this file is written by hand.
+# Names the rules share. Each rule file (one per stage) is written by hand: its inputs, outputs,
+# params, resources and log are where the rule stands.
 
-from sabre_prior.repro.dagsync import RECIPES_DONE
-from sabre_prior.repro.pipeline import get_param
-from sabre_prior.report.style import caption_path
+from pathlib import Path
 
-SPLITS = PIPELINE.pipeline.splits
-MODELS = PIPELINE.pipeline.models
-TEMPLATES = PIPELINE.pipeline.templates
-# the audit's repeats 1..audit.repeats-1 (repeat 0 is the main run; none while the audit is off)
-REPEATS = PIPELINE.pipeline.repeats
-
-
-wildcard_constraints:
-    split="|".join(SPLITS),
-    model="|".join(MODELS),
-    template="|".join(PIPELINE.pipeline.templates),
-    repeat="|".join(REPEATS) or "(?!)",
-
-
-def stage_inputs(name):
-    """The job's data inputs and its recipe (.sabre/recipes/): ancient() when the job is proven up
-    to date, else with a fresh gate file (sabre_prior.repro.dagsync.Plan.job_inputs)."""
-    return lambda wildcards: PIPELINE.job_inputs(name, wildcards, ancient)
-
-
-def param(key):
-    """A setting of params.yaml by its dotted key (for a rule's `params:`)."""
-    return get_param(config, key)
-
-
-def caption(stem):
-    """The caption file of a report output (the same text as the HTML report's)."""
-    return str(caption_path(stem))
-
-
-# Resources of the predict jobs, from each model's settings (see
-# sabre_prior.inference.models.local_common.job_resources): local models (transformers,
-# vllm) ask for `gpus` GPUs (default 1) of `gpu_model`; API and offline models
-# for none. Limit GPUs on a workstation with `snakemake --resources gpu=N`.
+from sabre_prior import settings as _settings
+from sabre_prior.data.fetch import source_kind, split_files
 from sabre_prior.inference.models.local_common import LOCAL_BACKENDS, job_resources
 from sabre_prior.registry import kind_of as backend_kind  # offline / api / local
+from sabre_prior.report.style import caption_path
 
+MODELS = list(config["models"])
+SPLITS = list(config["splits"])
+TEMPLATES = list(config.get("prompt", {}).get("templates") or ["screening_v1"])
+# the audit's repeats 1..audit.repeats-1 (repeat 0 is the main run; none while the audit is off)
+REPEATS = [str(r) for r in range(1, int(config.get("audit", {}).get("repeats", 1)))]
 LOCAL_MODELS = [m for m in MODELS if config["models"][m].get("backend") in LOCAL_BACKENDS]
 OTHER_MODELS = [m for m in MODELS if m not in LOCAL_MODELS]
+SOURCE = str(config["dataset"]["source"])
 
 
 def one_of(names):
@@ -54,21 +26,67 @@ def one_of(names):
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
-# On a cluster only local-model predictions (GPU jobs, rule predict_local) are
-# submitted; data download (needs the hub), API calls (need the network),
-# scoring and the report (seconds) run on the submitting node (each rule file
-# lists its own rules; predict here, as predict_local shares its definition).
-localrules:
-    all,
-    predict,
+wildcard_constraints:
+    split=one_of(SPLITS),
+    model=one_of(MODELS),
+    template=one_of(TEMPLATES),
+    repeat=one_of(REPEATS),
+
+
+def settings(*keys):
+    """A rule's `settings` param: the settings of params.yaml its command reads (dotted keys, with
+    {model}-style wildcards; `!key` leaves one out), as the JSON passed to the command's `--settings`.
+    Snakemake records the value, so changing one of them re-runs the job (sabre_prior.settings)."""
+    return lambda wc: _settings.encode(config, [k.format(**wc) for k in keys])
+
+
+def code(*parts):
+    """The package's source files of a stage (folders or modules under src/sabre_prior): an input,
+    so that editing the stage's code re-runs its jobs."""
+    files = []
+    for part in parts:
+        path = Path(workflow.basedir, "src/sabre_prior", part)
+        found = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        files += [str(f.relative_to(workflow.basedir)) for f in found]
+    return files
+
+
+def source_files(wildcards):
+    """What a fetch job reads: the demo folder, a local copy's files of the split (its card and the
+    split's data files), or, for a hub repo, nothing on disk (dataset.source and dataset.revision
+    are the job's settings: pin the revision to a commit)."""
+    kind = source_kind(SOURCE)
+    if kind == "demo":
+        return ["data/demo"]
+    if kind == "local":
+        return split_files(SOURCE, wildcards.split)
+    return []
 
 
 def model_resource(key):
-    """A resource callable for the predict rule: `key` of job_resources(model settings)."""
+    """A resource of a model's predict job, from its settings (local_common.job_resources)."""
     return lambda wildcards: job_resources(config["models"][wildcards.model])[key]
+
+
+def api_job(wildcards):
+    """1 for a hosted model's job (limit them with `--resources api_jobs=N`), else 0."""
+    return int(backend_kind(config["models"][wildcards.model].get("backend")) == "api")
 
 
 def cuda_prefix(wildcards):
     """`CUDA_VISIBLE_DEVICES=... ` for a model pinned with `cuda_visible_devices`, else nothing."""
     devices = job_resources(config["models"][wildcards.model])["cuda_visible_devices"]
     return f"CUDA_VISIBLE_DEVICES={devices} " if devices else ""
+
+
+def caption(stem):
+    """The caption file of a report output (the HTML report shows the same text)."""
+    return str(caption_path(stem))
+
+
+# On a cluster only local-model predictions (rule predict_local) are submitted; every other rule
+# is local (each rule file lists its own): data download needs the hub, API calls the network,
+# and scoring and the report take seconds.
+localrules:
+    all,
+    predict,

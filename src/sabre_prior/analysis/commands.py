@@ -24,13 +24,16 @@ def _add_bootstrap(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, help="interval level, e.g. 0.95 (default: analysis.confidence)")
 
 
-def _load(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
-    from ..config import load_params
+def _load(args: argparse.Namespace, thumbnails: bool = False, bootstrap: bool = True) -> tuple[dict[str, Any], Any]:
+    """The command's settings and (``bootstrap``) the analysis settings it reads from them."""
+    from ..settings import load_settings
     from .settings import analysis_settings
 
-    params = load_params(args.params)
+    params = load_settings(args)
+    if not bootstrap:
+        return params, None
     overrides = {k: getattr(args, k, None) for k in ("resamples", "seed", "confidence")}
-    return params, analysis_settings(params, **overrides)
+    return params, analysis_settings(params, thumbnails=thumbnails, **overrides)
 
 
 def _names(params: dict[str, Any]) -> dict[str, str]:
@@ -41,11 +44,9 @@ def _names(params: dict[str, Any]) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------
 def _intervals(args: argparse.Namespace) -> int:
-    from ..config import model_settings
     from .intervals import write_model_intervals
 
     params, settings = _load(args)
-    model_settings(params, args.model, args.params)  # the model must be configured
     trace_dir = Path(args.traces_dir) if args.traces_dir else Path(C.TRACES_DIR) / args.model
     output = Path(args.output) if args.output else C.intervals_path(args.model)
     metrics = None if args.no_metrics_check else (Path(args.metrics) if args.metrics else C.metrics_path(args.model))
@@ -115,7 +116,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     from .diagnostics import model_diagnostics, write_diagnostics
     from .traces import read_model_traces
 
-    params, _ = _load(args)
+    params, _ = _load(args, bootstrap=False)
     splits = params["splits"]
     identity = data_identity(Path(args.data), splits)  # what the Parquet splits record, not params.yaml
     data = {s: read_rows(Path(args.data) / f"{s}.parquet") for s in splits if s in ("attribute", "language")}
@@ -146,7 +147,7 @@ def _p_diagnose(sub: _Sub) -> None:
 def _paper_compare(args: argparse.Namespace) -> int:
     from .paper import write_paper_comparison
 
-    params, _ = _load(args)
+    params, _ = _load(args, bootstrap=False)
     paths, rows = write_paper_comparison(params, args.intervals_dir, args.outdir, _names(params))
     outside = sum(not r.inside for r in rows)
     print(f"{len(rows)} comparisons, {outside} reported value(s) outside our interval")
@@ -167,7 +168,7 @@ def _p_paper_compare(sub: _Sub) -> None:
 def _report(args: argparse.Namespace) -> int:
     from .report import report_data, write_report
 
-    params, settings = _load(args)
+    params, settings = _load(args, thumbnails=True)
     if args.thumbnail_px is not None:
         from dataclasses import replace
 
@@ -230,7 +231,7 @@ def _p_prompt_sensitivity(sub: _Sub) -> None:
 def _stability(args: argparse.Namespace) -> int:
     from .robustness import write_stability
 
-    params, _ = _load(args)
+    params, _ = _load(args, bootstrap=False)
     prompts = Path(args.prompts_dir) if args.prompts_dir else None
     out = write_stability(params, Path(args.audit_dir), Path(args.usage_dir), Path(args.outdir), prompts)
     drifting = [e["model"] for e in out if e["drift"]]

@@ -37,12 +37,12 @@ def _p_demo_data(sub: argparse._SubParsersAction) -> None:
 # fetch
 # ---------------------------------------------------------------------------
 def _fetch(args: argparse.Namespace) -> int:
-    from ..config import load_params
+    from ..settings import load_settings
     from .fetch import fetch_split
 
     source, revision = args.source, args.revision
     if source is None:
-        params = load_params(args.params)
+        params = load_settings(args)
         source = params["dataset"]["source"]
         revision = revision or params["dataset"].get("revision")
     if source == "demo":

@@ -288,6 +288,26 @@ def is_local_source(source: str) -> bool:
     return False
 
 
+def source_kind(source: str) -> str:
+    """``demo``, ``local`` (an existing directory) or ``hub`` (a repo id): the one classification of
+    ``dataset.source``, for the fetch and the pipeline's rules alike (a missing path that cannot be
+    a repo id is a :class:`DataError`; ``SABRE-Prior``, an id without its organisation, is a hub id)."""
+    if source == "demo":
+        return "demo"
+    return "local" if is_local_source(source) else "hub"
+
+
+def split_files(source: str, split: str) -> list[str]:
+    """The files of a local copy that the fetch of ``split`` reads: its card and the split's folders."""
+    src = Path(source).expanduser()
+    files = [str(src / "README.md")]
+    for folder in sorted({split_folder(p) for p in split_patterns(source, split)}) or ["."]:
+        base = src / folder
+        if base.is_dir():
+            files += sorted(str(p) for p in base.rglob("*") if p.is_file())
+    return files
+
+
 # ---------------------------------------------------------------------------
 # The dataset card of a local mirror
 # ---------------------------------------------------------------------------

@@ -38,7 +38,12 @@ def _predict_rows(args: argparse.Namespace, data: Path, rows: ForkedRows | Local
 
     # the schema check runs in a child process while this one imports what the calls need; its
     # verdict comes before anything is sent, and a schema error is the error reported first
-    params, verdict = load_params_overlapped(args.params)
+    if args.settings:  # the rule's settings (validated by Snakemake already)
+        from ..settings import decode
+
+        params, verdict = decode(args.settings), (lambda: None)
+    else:
+        params, verdict = load_params_overlapped(args.params)
     try:
         settings = model_settings(params, args.model, args.params)
         prefetch_sdk(settings)  # an API SDK imports in the background while the data is read
@@ -98,14 +103,14 @@ def _p_predict(sub: argparse._SubParsersAction) -> None:
 # estimate (dry run)
 # ---------------------------------------------------------------------------
 def _estimate(args: argparse.Namespace) -> int:
-    from ..config import load_params
+    from ..settings import load_settings
     from .modelconfig import ModelConfig
     from .predict import estimate_dimensions, format_estimates
 
     from ..config import prompt_templates
     from .prompts import check_templates
 
-    params = load_params(args.params)
+    params = load_settings(args)
     models = args.models or list(params["models"])
     splits = args.splits or list(params["splits"])
     templates = check_templates(prompt_templates(params), args.params)
@@ -138,10 +143,11 @@ def _p_estimate(sub: argparse._SubParsersAction) -> None:
 # batches (provider batch APIs)
 # ---------------------------------------------------------------------------
 def _batches(args: argparse.Namespace) -> int:
-    from ..config import load_params, model_settings
+    from ..config import model_settings
+    from ..settings import load_settings
     from .batch import format_batches, list_batches
 
-    params = load_params(args.params)
+    params = load_settings(args)
     splits = args.splits or list(params["splits"])
     settings = model_settings(params, args.model, args.params)
     if settings.get("batch") in (None, False):

@@ -14,8 +14,7 @@ report and the ``dvc plots`` template, so that they cannot disagree:
   (rounded as shown) and at least two models are compared; a shared best (e.g. every model at
   0.0) is not bold and the caption says where the best is shared (:func:`tie_note`).
 * **Captions** (:func:`caption`, :func:`caption_path`): one sentence or two per figure and table,
-  declared with the output (``Report`` in ``repro/pipeline.py``) and written by ``sabre generate``
-  to ``resources/caption_<stem>.rst``; the HTML report shows them under each figure and
+  in ``resources/caption_<stem>.rst`` (written by hand, one file per stem); the HTML report shows them under each figure and
   ``snakemake --report`` shows the same files (``report(..., caption=...)``).
 """
 

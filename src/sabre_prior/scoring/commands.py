@@ -21,10 +21,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate_predictions
 
     splits = args.splits
-    if args.params is not None:
-        from ..config import load_params
+    if args.params is not None or args.settings is not None:
+        from ..settings import load_settings
 
-        splits = list(load_params(args.params)["splits"])
+        splits = list(load_settings(args)["splits"])
     metrics = evaluate_predictions(
         Path(args.predictions),
         Path(args.data),
@@ -52,7 +52,8 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")
-    which.add_argument("--params", help="score the splits configured in this params file (the pipeline's way)")
+    which.add_argument("--params", help="score the splits configured in this params file")
+    which.add_argument("--settings", metavar="JSON", help="score the splits of the settings a pipeline rule passes (sabre_prior.settings)")
     p.set_defaults(func=_evaluate)
 
 

@@ -4,11 +4,11 @@ It records, deterministically (the same inputs give the same bytes, so DVC can
 track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 
 * no code ids and no hash of ``params.yaml``: a code edit or a comment in params.yaml that leaves
-  every output alone leaves the manifest alone too. The code each job ran is in its recipe
-  (``.sabre/recipes/``: git blob ids), so ``sabre manifest --find-commits`` lists the commits
-  holding exactly that code; the commit checked out during the run is in the manifest's log.
+  every output alone leaves the manifest alone too. The code is an input of every job, so when
+  ``snakemake -n all`` has nothing to do the results were made by the code in the working tree:
+  ``sabre manifest --find-commits`` lists the commits holding exactly that code (and dvc.lock
+  records its hash); the commit checked out during the run is in the manifest's log.
 * ``packages``: versions of Python and of the packages the configured models use.
-* ``params``: SHA-256 of ``params.yaml`` as a file.
 * ``dataset``: the source (and its kind and hub revision) the Parquet splits record that they were read
   from (their schema metadata, written by the fetch step; never ``params.yaml``).
 * ``data``: per Parquet split, its SHA-256, row count and columns (and for a hub source the commit read
@@ -130,16 +130,6 @@ def code_ids(root: Path | str = ".", paths: Iterable[str] = CODE_PATHS) -> dict[
                 files = _walk_files(root, rel)
             ids[rel] = git_tree_id(root, files, rel)
     return ids
-
-
-def recipe_code_ids(root: Path | str = ".") -> dict[str, str]:
-    """``{path: git blob id}`` of every module some job ran, from the jobs' recipes (.sabre/recipes/)."""
-    import json
-
-    ids: dict[str, str] = {}
-    for path in sorted((Path(root) / ".sabre" / "recipes").rglob("*.json")):
-        ids.update(json.loads(path.read_text(encoding="utf-8")).get("code", {}))
-    return dict(sorted(ids.items()))
 
 
 def find_commits(root: Path | str, ids: Mapping[str, str], limit: int = 200) -> list[str]:
