@@ -23,6 +23,12 @@ SAME_AS_PARAMS = snakefile_validate(config, RAW_PARAMS)
 validate(config, "workflow/schemas/params.schema.yaml", set_default=False)
 
 
+# results pulled with DVC (or copied) carry no Snakemake records: say how to adopt them
+from sabre_prior.sync import warn_unrecorded
+
+warn_unrecorded()
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/inference.smk"

@@ -138,6 +138,23 @@ def demo_parquet_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(scope="session")
+def workflow_summary(demo_repo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, str]]:
+    """Every output of the demo pipeline with its rule, inputs and shell command, from Snakemake's
+    `--detailed-summary` of the session's finished run (the shell commands come from its records).
+    Read-only."""
+    import json
+
+    from dvc_helpers import copy_tree
+    from project import detailed_summary
+
+    def build(root: Path) -> None:
+        rows = detailed_summary(copy_tree(demo_repo_run, root / "project"))
+        (root / "summary.json").write_text(json.dumps(rows), encoding="utf-8")
+
+    return json.loads((built_once(tmp_path_factory, "workflow-summary", build) / "summary.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
 def demo_repo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`snakemake --cores 2 all` on the demo in a git repo of the project (tests/dvc_helpers.py:
     secrets planted in its environment; its onsuccess handler records every output in dvc.lock),
@@ -148,7 +165,7 @@ def demo_repo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     def build(root: Path) -> None:
         base = make_repo(root / "base")
         proc = smk(base, "--cores", "2", "all")
-        assert "recorded" in out(proc) and "dvc.lock" in out(proc), out(proc)[-3000:]
+        assert "recorded the pipeline's outputs in dvc.lock" in out(proc), out(proc)[-3000:]
 
     return built_once(tmp_path_factory, "demo-run", build) / "base"
 

@@ -88,14 +88,22 @@ def planned_jobs(output: str) -> dict[str, int]:
     return jobs
 
 
-def dvc_ran(output: str) -> list[str]:
-    """Stages `dvc repro` ran (from its "Running stage 'X':" lines)."""
-    return re.findall(r"Running stage '([^']+)'", output)
+def dvc_ran_stage(output: str) -> bool:
+    """Whether `dvc repro` ran the pipeline stage (its command, Snakemake) rather than finding it unchanged."""
+    return "Running stage 'pipeline'" in output
 
 
-def dvc_restored(output: str) -> list[str]:
-    """Stages `dvc repro` restored from the cache instead of running (identical outputs already cached)."""
-    return re.findall(r"Stage '([^']+)' is cached - skipping run", output)
+def digests(project: Path) -> dict[str, str]:
+    """SHA-256 of every file of what dvc.yaml tracks (the outputs a fresh clone's run makes)."""
+    import hashlib
+
+    from sabre_prior.sync import METRICS, PLOTS, TRACKED
+
+    files: list[Path] = []
+    for top in (*TRACKED, *METRICS, *PLOTS):
+        p = project / top
+        files += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
+    return {f.relative_to(project).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
 
 
 def set_param_models(project: Path, extra: str) -> None:
@@ -112,20 +120,25 @@ NEW_MODEL = """  always_yes_again:
 """
 
 
-def aggregate_stages() -> set[str]:
-    """The stages that read every model's outputs (none of them per model, a dependency naming
-    ``{*model}``), from the pipeline's declaration (sabre_prior.repro.pipeline.STAGES): what
-    re-runs, besides the model's own jobs, when any one model's results change."""
-    from sabre_prior.repro.pipeline import STAGES
+#: The rules that read every model's outputs: what re-runs, besides a model's own jobs, when any one
+#: model's results change (the rules of workflow/rules/ whose inputs expand over all models).
+AGGREGATES = frozenset({
+    "tables", "figures", "plot_data", "manifest", "compare", "diagnose", "paper_compare", "stability",
+    "prompt_sensitivity", "html_report",
+})  # fmt: skip
+#: A model's own jobs (per model, or per model and split/template/repeat).
+PER_MODEL = frozenset({"predict", "evaluate", "intervals", "prompt_run", "audit", "audit_run"})
 
-    return {s.name for s in STAGES if "model" not in s.over and any("{*model}" in d for d in s.deps)}
 
-
-def model_answer_readers() -> set[str]:
-    """The per-model stages, not per split, that read the model's own answers (a dependency under
-    ``results/predictions/{model}`` or ``results/traces/{model}``): evaluate, intervals, and the
-    prompt runs and the audit, which re-ask only what the model's main answers say."""
-    from sabre_prior.repro.pipeline import STAGES
-
-    answers = ("results/predictions/{model}/", "results/traces/{model}/")
-    return {s.name for s in STAGES if "model" in s.over and "split" not in s.over and any(d.startswith(answers) for d in s.deps)}
+def jobs_run(output: str) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of every job in Snakemake's output (its job blocks: `rule X:` or
+    `localrule X:` with a `wildcards:` line), the `all` target left out."""
+    jobs = []
+    for match in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n?)+)", output, re.M):
+        rule, body = match.group(1), match.group(2)
+        if rule == "all":
+            continue
+        wc = re.search(r"^    wildcards: (.*)$", body, re.M)
+        pairs = dict(item.split("=", 1) for item in wc.group(1).split(", ")) if wc else {}
+        jobs.append((rule, pairs))
+    return jobs

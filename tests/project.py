@@ -103,3 +103,19 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
             build(out)
             (out / ".built").write_text("", encoding="utf-8")
     return out
+
+
+def detailed_summary(project: Path) -> list[dict[str, str]]:
+    """`snakemake --detailed-summary all` (Snakemake's own listing of every output: its rule, inputs and
+    shell command), one dict per output file: output, rule, inputs (a list), shellcmd, status."""
+    out = snakemake(["--detailed-summary", "all"], project).stdout
+    lines = [line for line in out.splitlines() if "\t" in line]
+    header = lines[0].split("\t")
+    rows = []
+    for line in lines[1:]:
+        row = dict(zip(header, line.split("\t")))
+        rows.append({
+            "output": row["output_file"], "rule": row["rule"], "inputs": row["input-file(s)"].split(","),
+            "shellcmd": row["shellcmd"], "status": row["status"],
+        })  # fmt: skip
+    return rows

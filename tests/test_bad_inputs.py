@@ -250,10 +250,8 @@ def test_a_full_disk_names_the_file_without_a_traceback(demo_dir: Path, tmp_path
 
 
 def test_a_failing_stage_shows_the_end_of_its_log_on_the_terminal(tmp_path: Path) -> None:
-    from sabre_prior.repro.pipeline import BY_NAME
-
-    command = BY_NAME["fetch"].command().replace("{split}", "context")
-    assert "> " not in command and "2>&1" not in command  # the CLI writes the log (stage commands as dvc.yaml has them)
+    # the fetch rule's command (workflow/rules/data.smk) without the settings it passes: the CLI writes the log
+    command = "sabre --log results/logs/fetch/context.log fetch --split context --output data/parquet/context.parquet"
     (tmp_path / "params.yaml").write_text(BASE.replace("source: demo", "source: ./no-such-mirror"))
     proc = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
@@ -336,9 +334,11 @@ def test_dvc_repro_shows_why_a_stage_failed(tmp_path: Path) -> None:
     project = make_repo(tmp_path / "project")
     params = project / "params.yaml"
     params.write_text(params.read_text().replace("  source: demo\n", "  source: ./no-such-mirror\n", 1))
-    proc = subprocess.run([str(BIN / "dvc"), "repro", "fetch@context"], cwd=project, env=env(),
+    proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=project, env=env(),
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode != 0
-    # DVC's first stage, `recipes`, resolves the source (before anything is fetched) and fails there
-    assert "sabre recipes failed (exit 2); the last 1 lines of results/logs/recipes.log" in proc.stderr, proc.stderr
-    assert "no-such-mirror" in proc.stderr and "Traceback" not in proc.stderr
+    # Snakemake, DVC's command, reads the source before it plans anything and stops with the message
+    text = proc.stdout + proc.stderr
+    assert "error: ./no-such-mirror: local dataset directory not found" in text, text
+    assert "Traceback" not in text
+    assert not (project / "dvc.lock").exists() and not (project / "results").exists()  # nothing written

@@ -13,7 +13,6 @@ import re
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,23 +23,29 @@ from sabre_prior import contracts as C
 from sabre_prior.cli import main
 from sabre_prior.data.parquet import DEMO_LABEL, SOURCE_KEY, data_identity, split_identity
 from sabre_prior.errors import DataError
-from sabre_prior.repro.pipeline import STAGES
-
 ROOT = Path(__file__).resolve().parents[1]
-#: The stages that name the data (their outputs are compared after the params change).
+#: The rules that name the data (their outputs are compared after the params change).
 NAMING = ("tables", "figures", "diagnose", "html_report", "manifest")
 
 
-def _commands(params: dict[str, Any], stages: tuple[str, ...] | None = None) -> list[list[str]]:
-    """The declared jobs' commands (the rules' and dvc.yaml's: the pipeline's declaration for these
-    params, every dimension filled in), without the demo and fetch."""
-    from sabre_prior.repro.pipeline import Pipeline
+def _commands(rules: tuple[str, ...] | None = None) -> list[list[str]]:
+    """The rules' commands for the project's params.yaml (every job of `all` but the demo and the fetch, in the
+    order Snakemake would run them: `snakemake -n -p --forceall`), each without `sabre --log <log>`."""
+    from project import snakemake
 
+    text = snakemake(["-n", "-p", "--forceall", "all"], Path.cwd()).stdout
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)+Shell command: (.+)$", text, re.M)
+    assert jobs, text[-3000:]
     return [
-        shlex.split(job.command)[3:]  # without the leading `sabre --log <its log>`
-        for job in Pipeline(params, Path.cwd()).jobs()
-        if job.stage.name not in ("demo_data", "fetch") and (stages is None or job.stage.name in stages)
+        shlex.split(command)[3:]
+        for rule, command in jobs
+        if rule not in ("all", "demo_data", "fetch") and (rules is None or rule in rules)
     ]
+
+
+def _without_settings(argv: list[str]) -> list[str]:
+    i = argv.index("--settings")
+    return argv[:i] + argv[i + 2 :]
 
 
 def _run(commands: list[list[str]]) -> None:
@@ -51,19 +56,26 @@ def _run(commands: list[list[str]]) -> None:
 @pytest.fixture
 def demo_project(demo_parquet_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict]:
     """A project whose data/parquet was fetched from the demo (the real fetch), every stage run once."""
-    root = tmp_path / "proj"
+    from project import copy_project
+
+    root = copy_project(tmp_path / "proj")
     shutil.copytree(demo_parquet_dir, root / C.PARQUET_DIR)
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     params["models"] = {k: params["models"][k] for k in ("random", "prior")}  # two baselines: quick
     params["analysis"]["bootstrap_resamples"] = 200
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     monkeypatch.chdir(root)
-    _run(_commands(params))
+    _run(_commands())
     return root, params
 
 
 def _outputs(root: Path) -> dict[str, bytes]:
-    names = [o.path for s in STAGES if s.name in NAMING for o in s.outs]
+    names = [
+        "results/manifest.json", "results/report/index.html", "results/analysis/diagnostics.json",
+        *(f"results/tables/{t}" for t in ("main_results.md", "main_results.csv", "main_results.tex", "main_results_ci.csv",
+                                          "failure_aware.md", "failure_aware.csv", "diagnostics.md")),
+        *(f"results/figures/{f}.{e}" for f in ("split_accuracy", "probe_accuracy", "pair_outcomes") for e in ("png", "pdf")),
+    ]  # fmt: skip
     missing = [n for n in names if not (root / n).is_file()]
     assert not missing, missing
     return {n: (root / n).read_bytes() for n in names}
@@ -82,6 +94,7 @@ def test_a_new_source_that_was_never_fetched_does_not_relabel_the_outputs(
     demo_project: tuple[Path, dict], other_source: str
 ) -> None:
     root, params = demo_project
+    naming = [_without_settings(argv) for argv in _commands(NAMING)]  # as run by hand: they read params.yaml
     before = _outputs(root)
     assert any(n.endswith(".png") for n in before) and "results/report/index.html" in before
     md = (root / "results/tables/main_results.md").read_text()
@@ -90,7 +103,7 @@ def test_a_new_source_that_was_never_fetched_does_not_relabel_the_outputs(
     params["dataset"]["source"] = other_source
     params["dataset"]["revision"] = "main"
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    _run(_commands(params, NAMING))
+    _run(naming)
     after = _outputs(root)
     assert set(after) == set(before)
     manifest_name = "results/manifest.json"

@@ -12,14 +12,13 @@ default branch): a push to it is the revision bump.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from dvc_helpers import BIN, PLANTED, copy_tree, dvc, dvc_ran, make_repo, out, planned_jobs, run, smk
+from dvc_helpers import PLANTED, copy_tree, dvc, dvc_ran_stage, jobs_run, make_repo, out, planned_jobs, run, smk
 from layouts import write_official_size_mirror
 from servers.hub import FakeHub
 from test_sources import AGGREGATES, UP_TO_DATE, edit_question, use_source
@@ -29,7 +28,6 @@ from sabre_prior import contracts as C
 pytestmark = pytest.mark.slow
 
 REPO = C.HUB_REPO_ID
-FETCHES = [f"fetch@{split}" for split in C.SPLITS]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +55,7 @@ def hub_run(hub: tuple[FakeHub, Path, str], tmp_path_factory: pytest.TempPathFac
     project = make_repo(tmp_path_factory.mktemp("hub-run") / "project")
     use_source(project, REPO)  # type: ignore[arg-type]
     proc = smk(project, "--cores", "2", "all")
-    assert "recorded" in out(proc), out(proc)[-3000:]
+    assert "recorded the pipeline's outputs in dvc.lock" in out(proc), out(proc)[-3000:]
     return project
 
 
@@ -68,14 +66,6 @@ def manifest_revisions(project: Path) -> dict[str, str]:
 
 def parquet_bytes(project: Path) -> dict[str, bytes]:
     return {s: (project / "data" / "parquet" / f"{s}.parquet").read_bytes() for s in C.SPLITS}
-
-
-def only_recipes_always_changed(project: Path) -> None:
-    """With an unpinned revision DVC's `recipes` stage, and only it, is `always_changed` (it asks the
-    hub again), and Snakemake plans exactly its rule `recipes`: the two agree."""
-    status = json.loads(dvc(project, "status", "--json").stdout or "{}")
-    assert status == {"recipes": ["always changed"]}, status
-    assert planned_jobs(out(smk(project, "-n", "all"))) == {"recipes": 1}
 
 
 def test_a_hub_id_runs_end_to_end_and_the_same_revision_never_refetches(
@@ -94,21 +84,13 @@ def test_a_hub_id_runs_end_to_end_and_the_same_revision_never_refetches(
     for path in (project / ".dvc", project / ".sabre", project / "results", project / "dvc.lock"):
         for f in [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]:
             assert PLANTED["HF_TOKEN"].encode() not in f.read_bytes(), f  # ... and never written
-    lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
-    assert set(FETCHES) <= set(lock)
-    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert stages["recipes"]["always_changed"] and "always_changed" not in stages["fetch"]["do"]
-
     n = len(fake.requests)
-    assert planned_jobs(out(smk(project, "--cores", "2", "all"))) == {"recipes": 1}
+    assert planned_jobs(out(smk(project, "--cores", "2", "all"))) == {}
     assert fake.downloads(since=n) == [] and fake.requests[n:], "planning asks the hub, and downloads nothing"
-    only_recipes_always_changed(project)
     before = parquet_bytes(project)
-    n = len(fake.requests)
-    ran = dvc_ran(out(dvc(project, "repro")))
-    assert ran == ["recipes"], ran  # DVC asks the hub through its recipes stage: the same commit, nothing else runs
+    assert UP_TO_DATE in dvc(project, "status").stdout
+    assert not dvc_ran_stage(out(dvc(project, "repro")))
     assert parquet_bytes(project) == before
-    assert fake.downloads(since=n) == []
 
 
 def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
@@ -124,52 +106,50 @@ def test_a_new_commit_refetches_and_rescores_exactly_the_split_it_changed(
         n = len(fake.requests)
         log = out(smk(project, "--cores", "2", "all"))
         jobs = planned_jobs(log)  # the run's own plan
-        assert jobs.pop("recipes") == 1 and jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
+        assert jobs.pop("fetch") == 1 and jobs.pop("predict") == 1 and jobs.pop("evaluate") == 1, jobs
         assert jobs.pop("intervals") == 1 and set(jobs) <= AGGREGATES, jobs
         assert "--split language" in log and "--split context" not in log
         assert fake.downloads(since=n) == ["data/language/metadata.jsonl"]  # the one changed file
         after = parquet_bytes(project)
         assert [s for s in C.SPLITS if after[s] != before[s]] == ["language"]
         assert manifest_revisions(project) == {**dict.fromkeys(C.SPLITS, first), "language": second}
-        assert planned_jobs(out(smk(project, "--cores", "2", "all"))) == {"recipes": 1}  # the same revision again
-        only_recipes_always_changed(project)
-        ran = dvc_ran(out(dvc(project, "repro")))
-        assert ran == ["recipes"], ran
+        assert planned_jobs(out(smk(project, "--cores", "2", "all"))) == {}  # the same revision again
+        assert UP_TO_DATE in dvc(project, "status").stdout  # the run recorded itself
         assert parquet_bytes(project) == after  # context etc. keep the commit they were read at
     finally:
         fake.repos[REPO].branches["main"] = first  # the other tests see the first commit
 
 
 def test_a_pinned_commit_leaves_both_tools_clean(hub: tuple[FakeHub, Path, str], hub_run: Path, tmp_path: Path) -> None:
-    """Pinning the commit already read, DVC first: only the fetches re-run (same bytes), then both agree."""
+    """Pinning the commit already read, DVC first: DVC names the setting, Snakemake fetches again (the
+    same bytes) and re-runs what reads the Parquet files (CPU only); then both agree."""
 
     _, _, first = hub
     project = copy_tree(hub_run, tmp_path / "p")
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     params["dataset"]["revision"] = first
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-    run([str(BIN / "sabre"), "generate"], project)  # a commit needs no always_changed
-    assert "always_changed" not in (project / "dvc.yaml").read_text()
+    assert "dataset.revision" in dvc(project, "status").stdout
     before = parquet_bytes(project)
-    ran = dvc_ran(out(dvc(project, "repro")))  # the stages that read dataset.revision
-    assert sorted(ran) == sorted(["recipes", *FETCHES, "manifest"]), ran
-    assert parquet_bytes(project) == before  # the same commit, the same bytes: nothing after the fetches
+    proc = dvc(project, "repro")
+    assert sorted(w["split"] for r, w in jobs_run(out(proc)) if r == "fetch") == sorted(C.SPLITS)
+    assert parquet_bytes(project) == before  # the same commit, the same bytes
     assert UP_TO_DATE in dvc(project, "status").stdout
-    assert dvc_ran(out(dvc(project, "repro"))) == []
+    assert not dvc_ran_stage(out(dvc(project, "repro")))
     assert planned_jobs(out(smk(project, "-n", "all"))) == {}
 
 
 # ---------------------------------------------------------------------------
 # The pieces: per-split stamps, and the commit a split keeps
 # ---------------------------------------------------------------------------
-def test_a_new_commit_rewrites_the_recipes_of_exactly_the_splits_whose_files_changed(
+def test_a_new_commit_changes_the_fetch_setting_of_exactly_the_splits_whose_files_changed(
     demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The fetch rule's `hub_files` param (sabre_prior.data.fetch.hub_digests): per split, a digest
+    of its files at the commit the hub serves; Snakemake re-runs a fetch whose digest changed."""
     import huggingface_hub.constants as hc
 
-    from sabre_prior.repro.dagsync import resolve_hub
-    from sabre_prior.repro.pipeline import Pipeline
-    from sabre_prior.repro.state import write_recipes
+    from sabre_prior.data.fetch import hub_digests
 
     mirror = copy_tree(demo_dir, tmp_path / "mirror")
     with FakeHub() as fake:
@@ -177,21 +157,19 @@ def test_a_new_commit_rewrites_the_recipes_of_exactly_the_splits_whose_files_cha
         monkeypatch.setattr(hc, "ENDPOINT", fake.url)  # read when HfApi is made (constants.py: HF_ENDPOINT)
         monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
         params = {"dataset": {"source": REPO, "revision": None}, "splits": ["context", "language"],
-                  "models": {"random": {"backend": "baseline", "strategy": "random"}}}
-        pipeline = Pipeline(params, tmp_path / "project")
-
-        def fetches() -> list[str]:
-            return [p for p in write_recipes(pipeline, resolve_hub(pipeline)) if p.startswith(".sabre/recipes/fetch/")]
-
-        assert sorted(fetches()) == [".sabre/recipes/fetch/context.json", ".sabre/recipes/fetch/language.json"]
-        assert fetches() == []  # the same commit: nothing to re-fetch
+                  "models": {"random": {"backend": "baseline", "strategy": "random"}}}  # fmt: skip
+        start = hub_digests(params)
+        assert set(start) == {"context", "language"}
+        assert hub_digests(params) == start  # the same commit
         fake.commit(REPO, {**FakeHub.snapshot(mirror), "docs/notes.md": b"a file no split reads\n"})
-        assert fetches() == []  # a new commit, the splits' files unchanged
+        assert hub_digests(params) == start  # a new commit, the splits' files unchanged
         edit_question(mirror, "language")
         fake.commit(REPO, FakeHub.snapshot(mirror))
-        assert fetches() == [".sabre/recipes/fetch/language.json"]
+        moved = hub_digests(params)
+        assert moved["context"] == start["context"] and moved["language"] != start["language"]
         fake.repos[REPO].branches["main"] = first
-        assert fetches() == [".sabre/recipes/fetch/language.json"]  # back: language again
+        assert hub_digests(params) == start  # back
+    assert hub_digests({**params, "dataset": {"source": "demo"}}) == {}
 
 
 _FETCHES = """

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Mapping, NoReturn
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, SabreError
 
 SCHEMA_RESOURCE = "params.schema.yaml"
 
@@ -270,13 +270,21 @@ def prompt_templates(params: Mapping[str, Any]) -> list[str]:
     return [str(t) for t in listed] if listed else list(DEFAULT_TEMPLATES)
 
 
-def _exit_with(exc: ConfigError) -> "NoReturn":
+def _exit_with(exc: SabreError) -> NoReturn:
     """Stop a Snakemake run on a configuration error: the message, no stack (SystemExit is not an
     error Snakemake reports with a traceback)."""
     import sys
 
     print(f"error: {exc}", file=sys.stderr)
-    raise SystemExit(1)
+    raise SystemExit(exc.exit_code)
+
+
+def exit_on_error(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)`` for the Snakefile: a :class:`SabreError` stops the run with its message alone."""
+    try:
+        return func(*args)
+    except SabreError as exc:
+        _exit_with(exc)
 
 
 def snakefile_read(path: str = "params.yaml") -> dict[str, Any]:

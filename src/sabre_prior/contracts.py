@@ -186,6 +186,8 @@ JOURNAL_DIR: Final = ".sabre/journal"
 #: Per model/split usage summaries (calls, tokens, cost; deterministic content).
 USAGE_DIR: Final = "results/usage"
 
+#: The figures the HTML report shows (results/figures/<stem>.png), in its order.
+REPORT_FIGURES: Final = ("split_accuracy", "probe_accuracy", "pair_outcomes", "prompt_sensitivity")
 #: The main figures: ``results/figures/<stem>.{png,pdf}``.
 SPLIT_FIGURE: Final = "split_accuracy"
 PROBE_FIGURE: Final = "probe_accuracy"

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
-#: The folders and files dvc.yaml's stage tracks as outputs (a test checks they are the same).
+#: The folders and files dvc.yaml's stage tracks as `outs` (and prunes); the plot data is its `plots:`
+#: entry (tests/test_parity.py checks dvc.yaml names the same).
 TRACKED: tuple[str, ...] = (
     "data/parquet",
     "results/predictions",
@@ -42,9 +43,11 @@ TRACKED: tuple[str, ...] = (
     "results/tables",
     "results/figures",
     "results/report",
-    "results/plots",
     "results/manifest.json",
 )
+#: dvc.yaml's `metrics:` (one file per model, `dvc metrics show`'s rows) and `plots:` entries.
+METRICS: tuple[str, ...] = ("results/headline",)
+PLOTS: tuple[str, ...] = ("results/plots/split_accuracy.csv",)
 STAGE = "pipeline"
 #: Set by dvc.yaml's command: DVC is the caller and records the stage itself.
 UNDER_DVC = "SABRE_UNDER_DVC"
@@ -53,11 +56,11 @@ DAMAGED = Path(".sabre") / "damaged"
 
 
 def prune(expected: Iterable[str], root: Path = Path(".")) -> list[str]:
-    """Remove the files under :data:`TRACKED` that are not in ``expected`` (the outputs of the
+    """Remove the files under what dvc.yaml tracks that are not in ``expected`` (the outputs of the
     pipeline's jobs), and the folders left empty; returns what was removed."""
     keep = {os.path.normpath(p) for p in expected}
     removed: list[str] = []
-    for top in TRACKED:
+    for top in (*TRACKED, *METRICS, *(os.path.dirname(p) for p in PLOTS)):
         base = root / top
         if not base.is_dir():
             continue
@@ -91,6 +94,20 @@ def repair_lock(root: Path = Path(".")) -> bool:
     shutil.move(str(lock), str(root / DAMAGED / "dvc.lock"))
     print(f"dvc.lock could not be read (a kill while DVC wrote it): moved to {DAMAGED}/dvc.lock", file=sys.stderr)
     return True
+
+
+def warn_unrecorded(root: Path = Path(".")) -> None:
+    """Warn when tracked outputs exist that no Snakemake run here made (a clone after `dvc pull`, a
+    `dvc checkout`, a copy): their timestamps say nothing about what they were made from, so
+    Snakemake would re-run jobs (and, without the response journal, pay for API calls again)."""
+    metadata = root / ".snakemake" / "metadata"
+    if (root / LOCK).is_file() and (root / "results/predictions").is_dir() and not any(metadata.glob("*")):
+        print(
+            "warning: these results have no Snakemake records here (pulled with DVC, checked out or copied): "
+            "run `snakemake --touch --forceall --cores 1` once, so that Snakemake takes them as made from "
+            "params.yaml (docs/orchestration.md, \"A pulled clone\")",
+            file=sys.stderr,
+        )
 
 
 def _nothing_left(root: Path) -> bool:

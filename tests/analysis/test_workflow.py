@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from sabre_prior import contracts as C
-from sabre_prior.repro.pipeline import REPORT_FIGURES
+from sabre_prior.contracts import REPORT_FIGURES
 from tests.project import snakemake
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def test_analysis_outputs_agree_with_the_metrics(run: Path) -> None:
         re.search(r'<script id="sabre-data" type="application/json">(.*?)</script>', html, re.DOTALL).group(1)
     )
     assert [m["key"] for m in data["models"]] == models
-    assert {f["name"] for f in data["figures"]} == set(REPORT_FIGURES)  # the declaration's
+    assert {f["name"] for f in data["figures"]} == set(REPORT_FIGURES)  # the rule's (workflow/rules/analysis.smk)
     # the data named is what the demo's Parquet files record
     assert data["data"]["kind"] == "demo" and data["data"]["label"].startswith("embedded demo benchmark")
     manifest = json.loads((run / "results/manifest.json").read_text())

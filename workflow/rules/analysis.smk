@@ -13,7 +13,7 @@ rule intervals:
     input:
         traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
         metrics="results/metrics/{model}.json",
-        code=code("analysis"),
+        code=code("analysis", "report", "scoring", "inference", "data"),
     output:
         "results/intervals/{model}.json",
     params:
@@ -30,7 +30,7 @@ rule intervals:
 rule compare:
     input:
         expand("results/traces/{model}/{split}.jsonl", model=MODELS, split=SPLITS),
-        code("analysis"),
+        code("analysis", "report", "scoring", "inference", "data"),
     output:
         report("results/tables/model_comparison.md", caption=caption("model_comparison"), category="Analysis", subcategory="Paired model comparison"),
         "results/tables/model_comparison.csv",
@@ -51,7 +51,7 @@ rule diagnose:
     input:
         expand("results/traces/{model}/{split}.jsonl", model=MODELS, split=SPLITS),
         expand("data/parquet/{split}.parquet", split=SPLITS),
-        code("analysis"),
+        code("analysis", "report", "scoring", "inference", "data"),
     output:
         "results/analysis/diagnostics.json",
         report("results/tables/diagnostics.md", caption=caption("diagnostics"), category="Analysis", subcategory="World-prior diagnostics"),
@@ -76,7 +76,7 @@ rule diagnose:
 rule paper_compare:
     input:
         expand("results/intervals/{model}.json", model=MODELS),
-        code("analysis"),
+        code("analysis", "report", "scoring", "inference", "data"),
     output:
         report("results/tables/paper_comparison.md", caption=caption("paper_comparison"), category="Analysis", subcategory="Comparison with the paper"),
         "results/tables/paper_comparison.csv",
@@ -90,7 +90,7 @@ rule paper_compare:
         "sabre --log {log} paper-compare --intervals-dir results/intervals --outdir results/tables --settings {params.settings:q}"
 
 
-REPORT_FIGURES = ["split_accuracy", "probe_accuracy", "pair_outcomes", "prompt_sensitivity"]
+from sabre_prior.contracts import REPORT_FIGURES
 
 
 rule html_report:
@@ -104,7 +104,7 @@ rule html_report:
         "results/tables/prompt_sensitivity.csv",
         "results/tables/stability.csv",
         expand("results/figures/{figure}.png", figure=REPORT_FIGURES),
-        code("analysis"),
+        code("analysis", "report", "scoring", "inference", "data"),
     output:
         "results/report/index.html",
     params:

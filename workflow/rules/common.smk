@@ -4,7 +4,8 @@
 from pathlib import Path
 
 from sabre_prior import settings as _settings
-from sabre_prior.data.fetch import source_kind, split_files
+from sabre_prior.config import exit_on_error
+from sabre_prior.data.fetch import hub_digests, source_kind, split_files
 from sabre_prior.inference.models.local_common import LOCAL_BACKENDS, job_resources
 from sabre_prior.registry import kind_of as backend_kind  # offline / api / local
 from sabre_prior.report.style import caption_path
@@ -17,6 +18,11 @@ REPEATS = [str(r) for r in range(1, int(config.get("audit", {}).get("repeats", 1
 LOCAL_MODELS = [m for m in MODELS if config["models"][m].get("backend") in LOCAL_BACKENDS]
 OTHER_MODELS = [m for m in MODELS if m not in LOCAL_MODELS]
 SOURCE = str(config["dataset"]["source"])
+# demo, local or hub (a missing local folder stops here, with a message naming it)
+SOURCE_KIND = exit_on_error(source_kind, SOURCE)
+# a hub source: per split, the digest of its files at the commit the hub serves now (one request;
+# an unreachable hub or a refused token stops the run here, before any job deletes or writes anything)
+HUB_FILES = exit_on_error(hub_digests, config)
 
 
 def one_of(names):
@@ -41,24 +47,24 @@ def settings(*keys):
 
 
 def code(*parts):
-    """The package's source files of a stage (folders or modules under src/sabre_prior): an input,
-    so that editing the stage's code re-runs its jobs."""
-    files = []
+    """The source files a stage's command runs: its package folders (or modules) under
+    src/sabre_prior, those they import from (tests/test_cli.py checks), and the shared modules at the
+    package's top (settings, contracts, formatting, ...). An input: editing them re-runs the jobs."""
+    package = Path(workflow.basedir, "src/sabre_prior")
+    found = sorted(p for p in package.glob("*.py") if p.stem not in ("prompt_run", "audit_run", "audit"))
     for part in parts:
-        path = Path(workflow.basedir, "src/sabre_prior", part)
-        found = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        files += [str(f.relative_to(workflow.basedir)) for f in found]
-    return files
+        path = package / part
+        found += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return [str(f.relative_to(workflow.basedir)) for f in dict.fromkeys(found)]
 
 
 def source_files(wildcards):
     """What a fetch job reads: the demo folder, a local copy's files of the split (its card and the
-    split's data files), or, for a hub repo, nothing on disk (dataset.source and dataset.revision
-    are the job's settings: pin the revision to a commit)."""
-    kind = source_kind(SOURCE)
-    if kind == "demo":
+    split's data files), or, for a hub repo, nothing on disk (its settings and HUB_FILES say what
+    it reads)."""
+    if SOURCE_KIND == "demo":
         return ["data/demo"]
-    if kind == "local":
+    if SOURCE_KIND == "local":
         return split_files(SOURCE, wildcards.split)
     return []
 

@@ -31,6 +31,8 @@ rule fetch:
         "data/parquet/{split}.parquet",
     params:
         settings=settings("dataset.source", "dataset.revision"),
+        # a hub source: the digest of the split's files at the commit served now (a moved revision re-fetches)
+        hub_files=lambda wildcards: HUB_FILES.get(wildcards.split, ""),
     log:
         "results/logs/fetch/{split}.log",
     conda:

@@ -11,7 +11,7 @@
 rule predict:
     input:
         "data/parquet/{split}.parquet",
-        code("inference"),
+        code("inference", "scoring", "data"),
     output:
         "results/predictions/{model}/{split}.jsonl",
         "results/usage/{model}/{split}.json",

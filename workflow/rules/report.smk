@@ -1,5 +1,5 @@
 # The paper's outputs: the main table (md, csv, tex; with intervals and the failure-aware scores),
-# the accuracy figures, the data of `dvc plots show`, and the run manifest. The data source the
+# the accuracy figures, the data of `dvc plots show` and `dvc metrics show`, and the run manifest. The data source the
 # tables name is what the Parquet files record.
 
 localrules:
@@ -14,7 +14,7 @@ rule tables:
         expand("results/metrics/{model}.json", model=MODELS),
         expand("results/intervals/{model}.json", model=MODELS),
         expand("data/parquet/{split}.parquet", split=SPLITS),
-        code("report"),
+        code("report", "analysis", "scoring", "inference", "data"),
     output:
         report("results/tables/main_results.md", caption=caption("main_results"), category="Tables", subcategory="Main results"),
         report("results/tables/main_results.csv", caption=caption("main_results"), category="Tables", subcategory="Main results"),
@@ -38,7 +38,7 @@ rule figures:
         expand("results/metrics/{model}.json", model=MODELS),
         expand("results/intervals/{model}.json", model=MODELS),
         expand("data/parquet/{split}.parquet", split=SPLITS),
-        code("report"),
+        code("report", "analysis", "scoring", "inference", "data"),
     output:
         report("results/figures/split_accuracy.png", caption=caption("split_accuracy"), category="Figures", subcategory="Accuracy"),
         "results/figures/split_accuracy.pdf",
@@ -58,9 +58,10 @@ rule figures:
 rule plot_data:
     input:
         expand("results/metrics/{model}.json", model=MODELS),
-        code("report"),
+        code("report", "analysis", "scoring", "inference", "data"),
     output:
         "results/plots/split_accuracy.csv",
+        expand("results/headline/{model}.json", model=MODELS),
     params:
         settings=settings("models", "splits"),
     log:
@@ -68,14 +69,15 @@ rule plot_data:
     conda:
         "../../environment.yml"
     shell:
-        "sabre --log {log} plot-data --metrics-dir results/metrics --output {output} --settings {params.settings:q}"
+        "sabre --log {log} plot-data --metrics-dir results/metrics --output {output[0]} --headline results/headline"
+        " --settings {params.settings:q}"
 
 
 rule manifest:
     input:
         expand("data/parquet/{split}.parquet", split=SPLITS),
         expand("results/usage/{model}/{split}.json", model=MODELS, split=SPLITS),  # the served model versions
-        code("report"),
+        code("report", "analysis", "scoring", "inference", "data"),
     output:
         "results/manifest.json",
     params:

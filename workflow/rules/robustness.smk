@@ -13,7 +13,7 @@ rule prompt_run:
     input:
         expand("data/parquet/{split}.parquet", split=SPLITS),
         expand("results/predictions/{{model}}/{split}.jsonl", split=SPLITS),
-        code("prompt_run.py", "inference"),
+        code("prompt_run.py", "inference", "scoring", "data"),
     output:
         expand("results/prompts/{{template}}/{{model}}/predictions/{split}.jsonl", split=SPLITS),
         expand("results/prompts/{{template}}/{{model}}/usage/{split}.json", split=SPLITS),
@@ -35,7 +35,7 @@ rule prompt_run:
 rule audit_run:
     input:
         expand("data/parquet/{split}.parquet", split=SPLITS),
-        code("audit_run.py", "inference"),
+        code("audit_run.py", "inference", "scoring", "data"),
     output:
         "results/audit/{model}/r{repeat}.json",
     params:
@@ -60,7 +60,7 @@ rule audit:
         expand("data/parquet/{split}.parquet", split=SPLITS),
         expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
         expand("results/audit/{{model}}/r{repeat}.json", repeat=REPEATS),
-        code("audit.py"),
+        code("audit.py", "audit_run.py", "analysis", "report", "scoring", "inference", "data"),
     output:
         "results/audit/{model}.json",
     params:
@@ -82,7 +82,7 @@ rule stability:
         expand("results/audit/{model}.json", model=MODELS),
         expand("results/usage/{model}/{split}.json", model=MODELS, split=SPLITS),
         expand("results/prompts/{template}/{model}/usage/{split}.json", template=TEMPLATES, model=MODELS, split=SPLITS),
-        code("analysis"),
+        code("analysis", "report", "scoring", "inference", "data"),
     output:
         report("results/tables/stability.md", caption=caption("stability"), category="Analysis", subcategory="API stability"),
         "results/tables/stability.csv",
@@ -101,7 +101,7 @@ rule stability:
 rule prompt_sensitivity:
     input:
         expand("results/prompts/{template}/{model}/traces/{split}.jsonl", template=TEMPLATES, model=MODELS, split=SPLITS),
-        code("analysis"),
+        code("analysis", "report", "scoring", "inference", "data"),
     output:
         report("results/tables/prompt_sensitivity.md", caption=caption("prompt_sensitivity"), category="Analysis", subcategory="Prompt sensitivity"),
         "results/tables/prompt_sensitivity.csv",

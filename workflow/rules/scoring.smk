@@ -11,7 +11,7 @@ rule evaluate:
         predictions=expand("results/predictions/{{model}}/{split}.jsonl", split=SPLITS),
         data=expand("data/parquet/{split}.parquet", split=SPLITS),
         usage=expand("results/usage/{{model}}/{split}.json", split=SPLITS),
-        code=code("scoring"),
+        code=code("scoring", "data"),
     output:
         metrics="results/metrics/{model}.json",
         traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),

@@ -297,6 +297,16 @@ def source_kind(source: str) -> str:
     return "local" if is_local_source(source) else "hub"
 
 
+def hub_digests(params: Mapping[str, Any]) -> dict[str, str]:
+    """Per split, the digest of its files at the commit the hub serves now for a hub source (a rule
+    param of the fetch: a moved revision re-fetches only the splits whose files changed); {} for the
+    demo or a local copy. An unreachable hub, a refused token or an unknown revision raise
+    :class:`SourceError` before anything runs (:func:`resolve_source`)."""
+    if source_kind(str(params["dataset"]["source"])) != "hub":
+        return {}
+    return dict(resolve_source(params).files)
+
+
 def split_files(source: str, split: str) -> list[str]:
     """The files of a local copy that the fetch of ``split`` reads: its card and the split's folders."""
     src = Path(source).expanduser()
