@@ -9,7 +9,7 @@ min_version("9.0")
 
 # read first by sabre_prior.config: an invalid or tab-indented file, or a key given twice, is an
 # error naming the file and line (Snakemake's own reading says neither, and keeps the last duplicate)
-from sabre_prior.config import snakefile_read, snakefile_validate
+from sabre_prior.buildcheck import snakefile_read, snakefile_validate
 
 RAW_PARAMS = snakefile_read("params.yaml")
 

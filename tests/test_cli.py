@@ -16,6 +16,8 @@ from sabre_prior import cli
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "sabre_prior"
 STAGE_PACKAGES = ("data", "inference", "scoring", "report", "analysis")
+#: The modules at the package's top that hold a stage's command (workflow/rules/common.smk's COMMAND_MODULES).
+COMMAND_MODULES = ("prompt_run", "audit_run", "audit", "manifest")
 
 
 def _subcommands(parser) -> set[str]:
@@ -47,7 +49,7 @@ def test_a_command_imports_its_stage_only(command):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = json.loads(out)
     module = cli.COMMANDS[command]
-    own = module.split(".")[0] if module != "cli" else None
+    own = module.split(".")[0] if "." in module else None  # a stage package, or none (cli, manifest)
     stages = {m.split(".")[1] for m in loaded if m.count(".") >= 1 and m.split(".")[1] in STAGE_PACKAGES}
     assert stages == ({own} if own else set()), loaded
 
@@ -95,7 +97,7 @@ def _units_imported(unit: str) -> set[str]:
                     name = (*parts, *node.module.split("."))[0]
                     if (PKG / name).is_dir():
                         todo.append(name)
-                    elif (PKG / f"{name}.py").is_file() and name in ("prompt_run", "audit_run", "audit"):
+                    elif (PKG / f"{name}.py").is_file() and name in COMMAND_MODULES:
                         todo.append(f"{name}.py")
     return seen
 
@@ -105,9 +107,7 @@ def test_each_rule_depends_on_the_code_of_its_command(workflow_summary: list[dic
     """A rule's inputs hold the source its command runs: the module defining the command, every file of
     the package folders that code imports from (transitively), and the shared top-level modules; so
     editing any of them re-runs the rule's jobs."""
-    top = {p.relative_to(ROOT).as_posix() for p in PKG.glob("*.py")} - {
-        f"src/sabre_prior/{m}.py" for m in ("prompt_run", "audit_run", "audit")
-    }
+    top = {p.relative_to(ROOT).as_posix() for p in PKG.glob("*.py")} - {f"src/sabre_prior/{m}.py" for m in COMMAND_MODULES}
     seen = set()
     for row in workflow_summary:
         if row["rule"] == "demo_data":  # temporary: removed after the run, so Snakemake has no record of it

@@ -502,7 +502,7 @@ def test_the_resolved_hub_commit_is_recorded_in_the_parquet_and_the_manifest(
 
     from sabre_prior.data.fetch import REVISION_KEY, canonical_table, parquet_revision, resolve_revision
     from sabre_prior.data.parquet import identity_metadata
-    from sabre_prior.report.manifest import parquet_fingerprint
+    from sabre_prior.manifest import parquet_fingerprint
 
     monkeypatch.setattr(hc, "ENDPOINT", fake_hub)
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)

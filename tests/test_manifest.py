@@ -15,7 +15,7 @@ import pytest
 from dvc_helpers import GIT_ID
 
 from sabre_prior.data.parquet import identity_metadata
-from sabre_prior.report import manifest as M
+from sabre_prior import manifest as M
 from sabre_prior.cli import main
 from sabre_prior.errors import DataError
 

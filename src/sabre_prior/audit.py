@@ -109,7 +109,7 @@ def run_audit(
             nonanswer += entry.get("outcome") in C.NON_ANSWERS
         for version, n in (run.get("served") or {}).items():
             served[version] = served.get(version, 0) + int(n)
-    a = analysis_settings(params)
+    a = analysis_settings(params, thumbnails=False)
     # while the audit is off there is nothing to count (and the record stays what it was)
     counts = {"nonanswer": flags.block(nonanswer, sum(len(v) for v in answers.values()))} if audit.enabled else {}
     return {

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, NoReturn
 
-from .errors import ConfigError
+from .errors import ConfigError, SabreError
 
 
 def validate_for_run(params: Mapping[str, Any], source: str = "params.yaml") -> None:
@@ -105,3 +105,44 @@ def _template(version: Any, template: Any, field: str) -> None:
         version(str(template))
     except ConfigError as exc:
         raise ConfigError(f"{field}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------
+# For the Snakefile: a configuration error stops the run with its message alone
+# ---------------------------------------------------------------------------
+def _exit_with(exc: SabreError) -> NoReturn:
+    """Stop a Snakemake run on a configuration error: the message, no stack (SystemExit is not an
+    error Snakemake reports with a traceback)."""
+    import sys
+
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(exc.exit_code)
+
+
+def exit_on_error(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)`` for the Snakefile: a :class:`SabreError` stops the run with its message alone."""
+    try:
+        return func(*args)
+    except SabreError as exc:
+        _exit_with(exc)
+
+
+def snakefile_read(path: str = "params.yaml") -> dict[str, Any]:
+    """The Snakefile's first step: ``path`` read as :func:`~sabre_prior.config.read_params_file` reads it (duplicate keys
+    and YAML errors named by line), before Snakemake's own reading says less."""
+    from .config import read_params_file
+
+    try:
+        return read_params_file(path)
+    except ConfigError as exc:
+        _exit_with(exc)
+
+
+def snakefile_validate(config: Mapping[str, Any], raw: Mapping[str, Any], path: str = "params.yaml") -> bool:
+    """Every check of :func:`validate_for_run` on Snakemake's ``config``;
+    returns whether ``config`` is exactly ``path``'s content (no ``--config``/``--configfile``)."""
+    try:
+        validate_for_run(config, path)
+    except ConfigError as exc:
+        _exit_with(exc)
+    return dict(config) == dict(raw)

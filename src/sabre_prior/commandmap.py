@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "tables": "report.commands",
     "figures": "report.commands",
     "plot-data": "report.commands",
-    "manifest": "report.commands",
+    "manifest": "manifest",
     "audit-run": "audit_run",
     "audit": "audit",
     "recover": "sync",

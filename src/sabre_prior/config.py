@@ -7,11 +7,11 @@ import difflib
 import functools
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NoReturn
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
-from .errors import ConfigError, SabreError
+from .errors import ConfigError
 
 SCHEMA_RESOURCE = "params.schema.yaml"
 
@@ -268,41 +268,3 @@ def prompt_templates(params: Mapping[str, Any]) -> list[str]:
     """``prompt.templates`` (default ``[screening_v1]``); the first is the main table's."""
     listed = (params.get("prompt") or {}).get("templates")
     return [str(t) for t in listed] if listed else list(DEFAULT_TEMPLATES)
-
-
-def _exit_with(exc: SabreError) -> NoReturn:
-    """Stop a Snakemake run on a configuration error: the message, no stack (SystemExit is not an
-    error Snakemake reports with a traceback)."""
-    import sys
-
-    print(f"error: {exc}", file=sys.stderr)
-    raise SystemExit(exc.exit_code)
-
-
-def exit_on_error(func: Callable[..., Any], *args: Any) -> Any:
-    """``func(*args)`` for the Snakefile: a :class:`SabreError` stops the run with its message alone."""
-    try:
-        return func(*args)
-    except SabreError as exc:
-        _exit_with(exc)
-
-
-def snakefile_read(path: str = "params.yaml") -> dict[str, Any]:
-    """The Snakefile's first step: ``path`` read as :func:`read_params_file` reads it (duplicate keys
-    and YAML errors named by line), before Snakemake's own reading says less."""
-    try:
-        return read_params_file(path)
-    except ConfigError as exc:
-        _exit_with(exc)
-
-
-def snakefile_validate(config: Mapping[str, Any], raw: Mapping[str, Any], path: str = "params.yaml") -> bool:
-    """Every check of :func:`sabre_prior.buildcheck.validate_for_run` on Snakemake's ``config``;
-    returns whether ``config`` is exactly ``path``'s content (no ``--config``/``--configfile``)."""
-    from .buildcheck import validate_for_run
-
-    try:
-        validate_for_run(config, path)
-    except ConfigError as exc:
-        _exit_with(exc)
-    return dict(config) == dict(raw)

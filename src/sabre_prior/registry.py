@@ -11,7 +11,7 @@ Derived from here, never typed again:
 * ``inference.models.base.REGISTRY`` (name -> class) and ``backend_class``;
 * the params schema's ``backend`` enum and its per-backend key lists (filled in by
   :func:`sabre_prior.config.load_schema`, which is what the Snakefile validates with);
-* ``report.manifest.BACKEND_PACKAGES``; ``inference.models.local_common.LOCAL_BACKENDS``;
+* ``manifest.BACKEND_PACKAGES``; ``inference.models.local_common.LOCAL_BACKENDS``;
 * the Snakemake predict rule's API/local split (``api_jobs`` resource, local models' GPUs);
 * ``inference.batch.ADAPTERS``.
 

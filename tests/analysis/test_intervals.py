@@ -90,7 +90,7 @@ def test_cli_intervals(project: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_cli_intervals_unknown_model_and_bad_trace(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["intervals", "--model", "nope"]) == 2
-    assert "models.nope is not defined" in capsys.readouterr().err
+    assert "results/traces/nope/context.jsonl: trace file not found" in capsys.readouterr().err
     C.trace_path("prior", "language").write_text("[]\n")
     assert main(["intervals", "--model", "prior"]) == 2
     assert "language.jsonl:1: expected a JSON object" in capsys.readouterr().err

@@ -211,7 +211,7 @@ def test_decoding_is_described_for_the_manifest() -> None:
 
 
 def test_manifest_records_each_local_models_decoding() -> None:
-    from sabre_prior.report.manifest import model_entries
+    from sabre_prior.manifest import model_entries
 
     entries = model_entries({"models": {"a": {"backend": "vllm", "model_id": "x", "repetition_penalty": 1.1}, "b": {"backend": "baseline", "strategy": "yes"}}})
     assert entries["a"]["decoding"]["repetition_penalty"] == 1.1 and "decoding" not in entries["b"]

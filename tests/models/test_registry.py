@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from sabre_prior.inference import batch
-from sabre_prior.report import manifest
+from sabre_prior import manifest
 from sabre_prior.config import load_schema, schema_path, validate_params
 from sabre_prior.errors import ConfigError
 from sabre_prior.inference.models import base, local_common

@@ -4,7 +4,7 @@
 from pathlib import Path
 
 from sabre_prior import settings as _settings
-from sabre_prior.config import exit_on_error
+from sabre_prior.buildcheck import exit_on_error
 from sabre_prior.data.fetch import hub_digests, source_kind, split_files
 from sabre_prior.inference.models.local_common import LOCAL_BACKENDS, job_resources
 from sabre_prior.registry import kind_of as backend_kind  # offline / api / local
@@ -46,12 +46,16 @@ def settings(*keys):
     return lambda wc: _settings.encode(config, [k.format(**wc) for k in keys])
 
 
+#: The modules at the package's top that hold a stage's command (not shared by every stage).
+COMMAND_MODULES = ("prompt_run", "audit_run", "audit", "manifest")
+
+
 def code(*parts):
     """The source files a stage's command runs: its package folders (or modules) under
     src/sabre_prior, those they import from (tests/test_cli.py checks), and the shared modules at the
     package's top (settings, contracts, formatting, ...). An input: editing them re-runs the jobs."""
     package = Path(workflow.basedir, "src/sabre_prior")
-    found = sorted(p for p in package.glob("*.py") if p.stem not in ("prompt_run", "audit_run", "audit"))
+    found = sorted(p for p in package.glob("*.py") if p.stem not in COMMAND_MODULES)
     for part in parts:
         path = package / part
         found += sorted(path.rglob("*.py")) if path.is_dir() else [path]

@@ -77,7 +77,7 @@ rule manifest:
     input:
         expand("data/parquet/{split}.parquet", split=SPLITS),
         expand("results/usage/{model}/{split}.json", model=MODELS, split=SPLITS),  # the served model versions
-        code("report", "analysis", "scoring", "inference", "data"),
+        code("manifest.py", "analysis", "report", "scoring", "inference", "data"),
     output:
         "results/manifest.json",
     params:

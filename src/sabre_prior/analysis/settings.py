@@ -34,10 +34,10 @@ class AnalysisSettings:
             raise ConfigError(f"analysis.report.thumbnail_px must be an integer 16-1024, got {self.thumbnail_px!r}")
 
 
-def analysis_settings(params: Mapping[str, Any], *, thumbnails: bool = False, **overrides: Any) -> AnalysisSettings:
+def analysis_settings(params: Mapping[str, Any], *, thumbnails: bool = True, **overrides: Any) -> AnalysisSettings:
     """Settings from ``params['analysis']``; keyword overrides that are not None win. Only the
-    report's command reads ``analysis.report.thumbnail_px`` (``thumbnails``): a command reads only
-    the settings its rule declares (sabre_prior.settings)."""
+    report's command needs ``analysis.report.thumbnail_px``: the others pass ``thumbnails=False``, as
+    a command reads only the settings its rule declares (sabre_prior.settings)."""
     section = params.get("analysis") or {}
     values: dict[str, Any] = {
         "resamples": section.get("bootstrap_resamples", DEFAULT_RESAMPLES),

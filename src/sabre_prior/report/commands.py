@@ -1,5 +1,5 @@
-"""``sabre tables | figures | plot-data | manifest``: the paper's tables and figures, plot data for
-`dvc plots`, the run manifest.
+"""``sabre tables | figures | plot-data``: the paper's tables and figures, plot data for `dvc plots`
+and `dvc metrics`.
 
 Registered through :data:`REGISTRARS` (see :data:`sabre_prior.cli.COMMANDS`).  Heavy imports
 happen inside the handlers so that ``sabre --help`` stays fast.
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import contracts as C
-from ..cliargs import add_data_dir, add_params
+from ..cliargs import add_params
 
 
 # ---------------------------------------------------------------------------
@@ -108,62 +108,5 @@ def _p_plot_data(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_plot_data)
 
 
-# ---------------------------------------------------------------------------
-# manifest
-# ---------------------------------------------------------------------------
-def _git_head(root: Path) -> str:
-    import subprocess
-
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _manifest(args: argparse.Namespace) -> int:
-    from ..settings import load_settings
-    from .manifest import code_ids, find_commits, write_manifest
-
-    root = Path(".")
-    if args.find_commits:
-        commits = find_commits(root, code_ids(root))
-        print(
-            "\n".join(commits)
-            if commits
-            else "no commit among the last 200 holds exactly this working tree's code (src/sabre_prior, Snakefile, "
-            "workflow): commit it first"
-        )
-        return 0 if commits else 1
-    params = load_settings(args)
-    usage = Path(args.usage_dir) if args.usage_dir else None
-    manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root, usage)
-    # the commit goes to the log, not into the tracked manifest (a commit that changes no output
-    # changes no byte of it): `sabre manifest --find-commits` names the commits holding the code
-    print(f"git HEAD: {_git_head(root)}")
-    print(f"manifest: {len(manifest['data'])} splits, {len(manifest['models'])} models -> {args.output}")
-    return 0
-
-
-def _p_manifest(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
-    p.add_argument("--output", default="results/manifest.json", help="the run manifest JSON to write")
-    add_data_dir(p)
-    p.add_argument(
-        "--usage-dir",
-        default="results/usage",
-        help="usage summaries (<model>/<split>.json): list the model versions the providers said served each model",
-    )
-    p.add_argument(
-        "--find-commits",
-        action="store_true",
-        help="write nothing; list the git commits holding exactly the code of the working tree (src/sabre_prior, "
-        "Snakefile, workflow), which made the results when `snakemake -n all` has nothing to do",
-    )
-    add_params(p)
-    p.set_defaults(func=_manifest)
-
-
 #: Subcommand registrars, in help order.
-REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_tables, _p_figures, _p_plot_data, _p_manifest]
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_tables, _p_figures, _p_plot_data]

@@ -20,19 +20,24 @@ track it like any artifact and a rebuild in a fresh clone matches ``dvc.lock``):
 
 from __future__ import annotations
 
+import argparse
+
 import hashlib
 import os
 import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from .. import contracts as C
-from ..data.parquet import DataIdentity, data_identity, split_identity
-from ..errors import DataError
-from ..io_utils import write_json
-from .. import registry
+from . import contracts as C
+from . import registry
+from .cliargs import add_data_dir, add_params
+from .errors import DataError
+from .io_utils import write_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .data.parquet import DataIdentity
 
 SCHEMA_VERSION = 1
 #: Code whose identity the manifest records (relative to the project root).
@@ -173,6 +178,8 @@ def parquet_fingerprint(path: Path) -> dict[str, Any]:
         raise DataError(f"{path}: Parquet split not found (run the fetch step first)")
     meta = pq.ParquetFile(path).metadata
     entry = {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
+    from .data.parquet import split_identity
+
     identity = split_identity(path, path.stem)
     if identity.revision:  # the hub commit the split was read from (sabre fetch)
         entry["hub_revision"] = identity.revision
@@ -198,12 +205,12 @@ def requested_decoding(name: str, settings: Mapping[str, Any]) -> dict[str, Any]
     None for other backends.  A provider that cannot decode as the paper did
     (temperature 0, no thinking) shows here what it was sent instead.
     """
-    from ..inference.models.base import ApiBackend, backend_class
-    from ..inference.models.local_common import LOCAL_BACKENDS
+    from .inference.models.base import ApiBackend, backend_class
+    from .inference.models.local_common import LOCAL_BACKENDS
 
     backend = str(settings.get("backend"))
     if backend in LOCAL_BACKENDS:
-        from ..inference.models.local_common import decoding_for
+        from .inference.models.local_common import decoding_for
 
         return decoding_for(name, settings)
     cls = backend_class(backend)
@@ -227,13 +234,19 @@ def model_entries(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return entries
 
 
+def _data_identity(data_dir: Path, splits: Sequence[str]) -> "DataIdentity":
+    from .data.parquet import data_identity
+
+    return data_identity(data_dir, splits)
+
+
 def _dataset_entry(identity: DataIdentity) -> dict[str, Any]:
     return {"source": identity.source, "kind": identity.kind, "revision": identity.revision}
 
 
 def served_by_model(params: Mapping[str, Any], usage_dir: Path) -> dict[str, dict[str, int]]:
     """Per model, the versions the provider said served its main-run answers (from the usage summaries)."""
-    from ..analysis.robustness import served_versions
+    from .analysis.robustness import served_versions
 
     splits = list(params.get("splits") or C.SPLITS)
     return {m: served_versions(usage_dir / m, splits) for m in sorted(params.get("models") or {})}
@@ -255,7 +268,7 @@ def build_manifest(
         "schema_version": SCHEMA_VERSION,
         "packages": package_versions(packages),
         # what the Parquet files say they were read from (the fetch step's record), not params.yaml
-        "dataset": _dataset_entry(data_identity(data_dir, splits)),
+        "dataset": _dataset_entry(_data_identity(data_dir, splits)),
         "data": data,
         "models": models,
     }
@@ -272,3 +285,62 @@ def write_manifest(
     manifest = build_manifest(params, params_path, data_dir, root, usage_dir)
     write_json(output, manifest)
     return manifest
+
+
+# ---------------------------------------------------------------------------
+# manifest
+# ---------------------------------------------------------------------------
+def _git_head(root: Path) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _manifest(args: argparse.Namespace) -> int:
+    from .settings import load_settings
+
+    root = Path(".")
+    if args.find_commits:
+        commits = find_commits(root, code_ids(root))
+        print(
+            "\n".join(commits)
+            if commits
+            else "no commit among the last 200 holds exactly this working tree's code (src/sabre_prior, Snakefile, "
+            "workflow): commit it first"
+        )
+        return 0 if commits else 1
+    params = load_settings(args)
+    usage = Path(args.usage_dir) if args.usage_dir else None
+    manifest = write_manifest(params, Path(args.params), Path(args.data), Path(args.output), root, usage)
+    # the commit goes to the log, not into the tracked manifest (a commit that changes no output
+    # changes no byte of it): `sabre manifest --find-commits` names the commits holding the code
+    print(f"git HEAD: {_git_head(root)}")
+    print(f"manifest: {len(manifest['data'])} splits, {len(manifest['models'])} models -> {args.output}")
+    return 0
+
+
+def _p_manifest(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("manifest", help="write the run manifest (package versions, models and their decoding, data hashes)")
+    p.add_argument("--output", default="results/manifest.json", help="the run manifest JSON to write")
+    add_data_dir(p)
+    p.add_argument(
+        "--usage-dir",
+        help="usage summaries (<model>/<split>.json): list the model versions the providers said served each model",
+    )
+    p.add_argument(
+        "--find-commits",
+        action="store_true",
+        help="write nothing; list the git commits holding exactly the code of the working tree (src/sabre_prior, "
+        "Snakefile, workflow), which made the results when `snakemake -n all` has nothing to do",
+    )
+    add_params(p)
+    p.set_defaults(func=_manifest)
+
+
+#: Subcommand registrars (sabre_prior.commandmap).
+REGISTRARS: list[Callable[[argparse._SubParsersAction], None]] = [_p_manifest]
