@@ -2,6 +2,9 @@
 # `sabre_prior` package, called through the `sabre` command. How Snakemake and DVC share the work:
 # docs/orchestration.md.
 
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -60,15 +63,55 @@ ALL = [
 ]
 
 
+# the files DVC's stage depends on besides params.yaml (dvc.yaml: deps), for the rule dvc_lock
+DVC_DEPS = [
+    "Snakefile",
+    *(str(p) for d in ("workflow", "src/sabre_prior") for p in sorted(Path(d).rglob("*"))
+      if p.is_file() and "__pycache__" not in p.parts),
+]
+# record in dvc.lock what `snakemake all` made (not for a run with other settings than params.yaml's)
+RECORD = Path(".dvc").is_dir() and SAME_AS_PARAMS
+if Path(".dvc").is_dir() and not SAME_AS_PARAMS:
+    print("note: --config/--configfile: these results are not recorded in dvc.lock (not params.yaml's)", file=sys.stderr)
+
+
 rule all:
     input:
         ALL,
+        "dvc.lock" if RECORD else [],
     default_target: True
 
 
-# After a run started by Snakemake: dvc.lock records what it made (sabre_prior.sync); under
-# `dvc repro`, DVC records it. Not run on a dry run or a failed run.
-onsuccess:
-    from sabre_prior.sync import after_run
+# DVC's command: every output, and DVC records them itself
+rule outputs:
+    input:
+        ALL,
 
-    after_run(ALL, SAME_AS_PARAMS)
+
+# dvc.lock, made from every output, params.yaml and the code: recorded when one of them is newer
+# (or the lock is missing), after removing what no job makes (sabre_prior.sync.record)
+localrules:
+    dvc_lock,
+
+
+rule dvc_lock:
+    input:
+        ALL,
+        "params.yaml",
+        DVC_DEPS,
+    output:
+        "dvc.lock",
+    log:
+        "results/logs/dvc_lock.log",
+    run:
+        from sabre_prior.sync import record
+
+        record(ALL, log[0])
+
+
+# after a successful run (not a dry run): remove what no job of the pipeline makes, so that what DVC
+# records (under `dvc repro`, after this run) is what a fresh run makes
+onsuccess:
+    from sabre_prior.sync import prune
+
+    prune(ALL)

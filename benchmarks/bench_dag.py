@@ -1,57 +1,24 @@
-"""Benchmark: how the DAG scales with the number of models (not a test; prints figures).
+"""Benchmark: how the pipeline scales with the number of models (not a test; prints figures).
 
-For each N (default 4, 40, 100) a temporary git repo of the project gets N offline models
-(baseline strategies, no network) on the small demo, then times:
+For each N (default 4 and 40) a temporary git repo of the project gets N offline models (baseline
+strategies, no network) on the small demo, then times, side by side:
 
-* the fresh run: ``snakemake --cores 2 all`` (and its ``dvc commit``);
-* a no-op ``snakemake --cores 2 all`` (must print "Nothing to be done");
-* a no-op ``dvc repro`` (must run no stage);
-* ``dvc status`` for reference.
+* the fresh run: ``snakemake --cores 2 all`` (it ends with the ``dvc commit`` that records it);
+* a no-op ``snakemake -n all`` with the project's Snakefile, against Snakemake alone on the same
+  rules (the Snakefile without this project's hooks: the params checks, the schema validation,
+  the warning for unrecorded results; the rules and their settings/code helpers unchanged);
+* a no-op ``dvc repro`` (must not run the stage) and ``dvc status``;
+* with ``--grow A B``: adding B - A models to a finished A-model run, against a fresh B-model run.
 
-    python benchmarks/bench_dag.py [--models 4 40 100] [--workdir DIR] [--keep] [--reuse] [--repeat K]
+    python benchmarks/bench_dag.py [--models 4 40] [--grow 4 40] [--repeat K] [--workdir DIR] [--keep]
 
-``--reuse`` times only the no-ops in a workdir kept (``--keep``) by an earlier run (its fresh run
-is then reported as not run). Each no-op is run ``--repeat`` times (default 3) and the median is
-printed. Every row also gives the 1-minute load average before its fresh run and before its no-ops
-(``os.getloadavg``): on a shared 2-core machine a figure means little without it.
+Each no-op runs ``--repeat`` times (default 3), alternating the two Snakefiles, and the median is
+printed with its CPU seconds (user + sys) in brackets and the 1-minute load average: on a shared
+2-core machine compare ratios measured side by side, not seconds across runs.
 
-Targets (issue 9): both no-ops under 5 s at N = 40 and under 10 s at N = 100 on a 2-core machine.
-
-Figures (1 December 2026, 2 cores, 1-minute load average beside each; wall seconds, CPU seconds
-in brackets; no-ops are the median of 3). With ruamel.yaml.clib (a dependency since then):
-
-    N  jobs        fresh run   load  no-op snakemake  no-op dvc repro       dvc status   load
-    4    37    37.2s ( 44.4)    0.5     2.4s (  2.5)     3.0s (  2.9)     2.0s (  2.0)    1.4
-   40   253   174.2s (281.6)    1.5     4.4s (  4.5)    15.2s ( 14.8)    11.7s ( 11.6)    2.4
-  100   613   444.2s (766.0)    1.3     5.2s (  5.3)    43.8s ( 42.6)    33.9s ( 33.5)    1.4
-
-Before (main a019c34, ruamel.yaml in pure Python):
-
-    4    37    25.8s ( 39.8)    0.9     2.5s (  2.6)     4.0s (  3.9)     2.3s (  2.3)    1.3
-   40   253   186.8s (303.2)    1.2     3.6s (  3.7)    27.5s ( 26.9)    19.2s ( 19.0)    1.7
-  100   613   550.2s (871.6)    0.6     7.1s (  7.2)    95.8s ( 94.5)    78.5s ( 78.1)    1.1
-
-No-op snakemake meets the targets; no-op dvc repro does not, and cannot with one DVC stage per
-model and split that reads its params keys: ``benchmarks/bench_dvc_floor.py`` times DVC alone on
-as many *trivial* stages (one file dep, one file out), 3.8 s at N = 40 and 9.0 s at N = 100
-without params, 8.9 s and 29.5 s when each stage reads one params key (DVC parses the whole
-params.yaml again for every stage that has params: O(N^2)). Before the one-call ``dvc commit``
-the N = 4 fresh run took 155 s at load 0.3 (N = 100 under load: 3484 s, of which the commit
-1135 s).
-
-Where the time goes (cProfile, ``dvc --cprofile-dump``): a fresh run spent most of its time in
-``dvc commit <254 targets>`` (DVC parses and rewrites dvc.lock once per target: 37 targets took
-~115 s at N = 4); now one call. A no-op ``dvc repro``/``dvc status`` was mostly YAML parsing in
-pure Python (ruamel.yaml without its C extension): dvc.lock (728 KB at N = 40) twice and
-params.yaml once per stage with params, about 75 % of the time; ``ruamel.yaml.clib`` halves it.
-What remains at N = 40 (profile of a no-op ``dvc repro``): params.yaml parsed 252 times ~20 %,
-hashing the ~17 deps and outs of each stage (state look-ups; 12 of a stage's deps are code files)
-~25 %, DVC's per-stage read/write lock (``.dvc/tmp/rwlock``, JSON rewritten 16 times per stage)
-~20 %, loading dvc.yaml and dvc.lock ~15 %. ``benchmarks/bench_dvc_deps.py``: 60 stages on 20
-module files each vs on their folder: dvc.lock 131 KB vs 17 KB, ``dvc status`` 2.8 vs 1.5 CPU s.
-A no-op ``snakemake all`` is mostly Snakemake's own start (its plugins: the SLURM executor plugin
-imports pandas; its persistence imports SQLAlchemy/SQLModel); the Snakefile hooks cost ~0.6 CPU s
-at N = 40 (params validation with jsonschema 0.3, the bridge 0.13).
+Targets (issue 32, point 9): no-op ``snakemake -n all`` at 40 models within 1.2x of Snakemake
+alone; no-op ``dvc repro`` at 40 models under 2 s; adding 36 models to a finished run no slower
+than a fresh run of all 40. Figures: docs/scaling.md.
 """
 
 from __future__ import annotations
@@ -65,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -75,6 +41,8 @@ from timing import run  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 STRATEGIES = ("random", "always_yes", "always_no", "prior")
+#: The Snakefile's own hooks, left out of the "Snakemake alone" Snakefile (one line each).
+HOOKS = re.compile(r"^(RAW_PARAMS = |SAME_AS_PARAMS = |validate\(config|warn_unrecorded\(\))", re.M)
 
 
 def project_copy(dest: Path) -> Path:
@@ -87,6 +55,11 @@ def project_copy(dest: Path) -> Path:
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=dest, check=True)
     subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "bench"], cwd=dest, check=True)
+    bare = "\n".join(
+        line if not HOOKS.match(line) else "pass  # " + line for line in (dest / "Snakefile").read_text().splitlines()
+    )
+    bare = bare.split("onsuccess:")[0].replace("RAW_PARAMS", "None")
+    (dest / ".bench-Snakefile").write_text(bare + "\n", encoding="utf-8")
     return dest
 
 
@@ -100,122 +73,84 @@ def with_models(project: Path, n: int) -> None:
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Wall and CPU seconds and output of one command, with this interpreter's bin/ first on PATH."""
     return run(cmd, cwd, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"))
 
 
-def load() -> float:
-    return os.getloadavg()[0]
-
-
-def median_of(cmd: list[str], cwd: Path, repeat: int, check: Callable[[str], bool], what: str) -> tuple[float, float]:
-    """Median wall and CPU seconds of ``repeat`` runs, each checked to be a no-op."""
-    times, cpus = [], []
+def noops(project: Path, repeat: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) of each no-op, the two Snakefiles alternating."""
+    cmds = {
+        "snakemake": [str(BIN / "snakemake"), "-n", "all"],
+        "alone": [str(BIN / "snakemake"), "-s", ".bench-Snakefile", "-n", "all"],
+        "dvc repro": [str(BIN / "dvc"), "repro"],
+        "dvc status": [str(BIN / "dvc"), "status"],
+    }
+    checks = {"snakemake": "Nothing to be done", "alone": "Nothing to be done", "dvc repro": "didn't change",
+              "dvc status": "up to date"}  # fmt: skip
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     for _ in range(repeat):
-        seconds, cpu, log = timed(cmd, cwd)
-        if not check(log):
-            raise SystemExit(f"{what} was not a no-op in {cwd}:\n{log[-3000:]}")
-        times.append(seconds)
-        cpus.append(cpu)
-    return statistics.median(times), statistics.median(cpus)
+        for key, cmd in cmds.items():
+            wall, cpu, log = timed(cmd, project)
+            if checks[key] not in log:
+                raise SystemExit(f"{key} was not a no-op in {project}:\n{log[-3000:]}")
+            got[key].append((wall, cpu))
+    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in got.items()}
 
 
-def bench(n: int, workdir: Path, reuse: bool = False, repeat: int = 3) -> dict[str, float | int | None]:
+def bench(n: int, workdir: Path, repeat: int) -> str:
     project = workdir / f"n{n}"
-    fresh: float | None = None
-    fresh_cpu: float | None = None
-    load_fresh: float | None = None
-    if reuse and (project / "dvc.lock").is_file():
-        jobs = len(subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=project,
-                                  capture_output=True, text=True, check=True).stdout.split())
-    else:
-        if project.exists():
-            shutil.rmtree(project)
-        project_copy(project)
-        with_models(project, n)
-        load_fresh = load()
-        fresh, fresh_cpu, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-        match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
-        jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
-    load_noop = load()
-    smk = [str(BIN / "snakemake"), "--cores", "2", "all"]
-    noop_smk = median_of(smk, project, repeat, lambda log: "Nothing to be done" in log, "snakemake all")
-    noop_dvc = median_of([str(BIN / "dvc"), "repro"], project, repeat, lambda log: "Running stage" not in log, "dvc repro")
-    status = median_of([str(BIN / "dvc"), "status"], project, repeat, lambda log: "up to date" in log, "dvc status")
-    # DVC's own floor for as many trivial stages (benchmarks/bench_dvc_floor.py), measured now
-    from bench_dvc_floor import median as floor_median, project as floor_project
+    shutil.rmtree(project, ignore_errors=True)
+    project_copy(project)
+    with_models(project, n)
+    load_fresh = os.getloadavg()[0]
+    fresh, fresh_cpu, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
+    match = re.search(r"(\d+) of (\d+) steps \(100%\) done", log)
+    jobs = int(match.group(2)) - 1 if match else -1  # without the `all` target
+    load_noop = os.getloadavg()[0]
+    r = noops(project, repeat)
 
-    stages = len(subprocess.run([str(BIN / "dvc"), "stage", "list", "--name-only"], cwd=project,
-                                capture_output=True, text=True, check=True).stdout.split())
-    floor_root, _ = floor_project(workdir / f"floor{n}", n, False, stages)
-    floor = floor_median([str(BIN / "dvc"), "repro"], floor_root, repeat)
-    shutil.rmtree(floor_root, ignore_errors=True)
-    return {"N": n, "jobs": jobs, "fresh": fresh, "fresh_cpu": fresh_cpu, "load_fresh": load_fresh, "noop_smk": noop_smk,
-            "noop_dvc": noop_dvc, "status": status, "load_noop": load_noop, "floor": floor}
+    def cell(key: str) -> str:
+        return f"{r[key][0]:>6.2f}s ({r[key][1]:>5.2f})"
+
+    ratio = r["snakemake"][0] / r["alone"][0]
+    return (f"{n:>4} {jobs:>5} {fresh:>7.1f}s ({fresh_cpu:>6.1f}) {load_fresh:>5.1f} {cell('snakemake')} {cell('alone')}"
+            f" {ratio:>5.2f}x {cell('dvc repro')} {cell('dvc status')} {load_noop:>5.1f}")  # fmt: skip
 
 
 def grow(start: int, end: int, workdir: Path) -> str:
     """Adding ``end - start`` models to a finished ``start``-model run, against a fresh ``end``-model run."""
     project = workdir / f"grow{start}-{end}"
-    if project.exists():
-        shutil.rmtree(project)
+    fresh = workdir / f"fresh{end}"
+    for p in (project, fresh):
+        shutil.rmtree(p, ignore_errors=True)
     project_copy(project)
     with_models(project, start)
     timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
     with_models(project, end)
-    before = load()
-    wall, cpu, log = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
-    commit = re.search(r"recorded (\d+) jobs", log)
-    fresh = workdir / f"fresh{end}"
-    if fresh.exists():
-        shutil.rmtree(fresh)
+    before = os.getloadavg()[0]
+    wall, cpu, _ = timed([str(BIN / "snakemake"), "--cores", "2", "all"], project)
     project_copy(fresh)
     with_models(fresh, end)
     fwall, fcpu, _ = timed([str(BIN / "snakemake"), "--cores", "2", "all"], fresh)
-    shutil.rmtree(project, ignore_errors=True)
-    shutil.rmtree(fresh, ignore_errors=True)
-    return (f"adding {end - start} models to a finished {start}-model run: {wall:.1f}s ({cpu:.1f}) "
-            f"[{commit.group(1) if commit else '?'} jobs recorded], a fresh {end}-model run: {fwall:.1f}s ({fcpu:.1f}); "
-            f"ratio {wall / fwall:.2f} (load {before:.1f})")
-
-
-def row(r: Mapping[str, Any]) -> str:
-    """Wall seconds, with the CPU seconds (user + sys) in brackets: CPU time hardly moves with load."""
-    fresh = f"{r['fresh']:>7.1f}s ({r['fresh_cpu']:>5.1f})" if r["fresh"] is not None else f"{'not run':>16}"
-    lf = f"{r['load_fresh']:>6.1f}" if r["load_fresh"] is not None else f"{'-':>6}"
-
-    def cell(key: str) -> str:
-        wall, cpu = r[key]
-        return f"{wall:>7.1f}s ({cpu:>5.1f})"
-
-    ratio = r["noop_dvc"][0] / r["floor"][0]
-    return (
-        f"{r['N']:>4} {r['jobs']:>5} {fresh} {lf} {cell('noop_smk'):>16} {cell('noop_dvc'):>16}"
-        f" {cell('floor'):>16} {ratio:>6.2f}x {cell('status'):>16} {r['load_noop']:>6.1f}"
-    )
+    return (f"adding {end - start} models to a finished {start}-model run: {wall:.1f}s ({cpu:.1f}); a fresh "
+            f"{end}-model run: {fwall:.1f}s ({fcpu:.1f}); ratio {wall / fwall:.2f} (load {before:.1f})")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", type=int, nargs="+", default=[4, 40, 100])
+    ap.add_argument("--models", type=int, nargs="+", default=[4, 40])
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--reuse", action="store_true", help="time only the no-ops in a kept workdir")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each no-op (the median is printed)")
     ap.add_argument("--grow", type=int, nargs=2, metavar=("FROM", "TO"), default=None,
                     help="also time adding TO-FROM models to a finished FROM-model run against a fresh TO-model run")
     args = ap.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sabre-bench-dag-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(
-        f"{'N':>4} {'jobs':>5} {'fresh run':>16} {'load':>6} {'no-op snakemake':>16} {'no-op dvc repro':>16}"
-        f" {'DVC floor':>16} {'ratio':>7} {'dvc status':>16} {'load':>6}   (wall s, CPU s in brackets)",
-        flush=True,
-    )
+    print(f"{'N':>4} {'jobs':>5} {'fresh run':>17} {'load':>5} {'snakemake -n':>15} {'Snakemake alone':>15} {'ratio':>6}"
+          f" {'no-op dvc repro':>15} {'dvc status':>15} {'load':>5}   (wall s, CPU s in brackets; medians)", flush=True)
     try:
         for n in args.models:
-            print(row(bench(n, workdir, args.reuse, args.repeat)), flush=True)
+            print(bench(n, workdir, args.repeat), flush=True)
         if args.grow:
             print(grow(args.grow[0], args.grow[1], workdir), flush=True)
     finally:

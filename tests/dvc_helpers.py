@@ -121,10 +121,11 @@ NEW_MODEL = """  always_yes_again:
 
 
 #: The rules that read every model's outputs: what re-runs, besides a model's own jobs, when any one
-#: model's results change (the rules of workflow/rules/ whose inputs expand over all models).
+#: model's results change (the rules of workflow/rules/ whose inputs expand over all models, and the
+#: Snakefile's dvc_lock, which records every output in dvc.lock).
 AGGREGATES = frozenset({
     "tables", "figures", "plot_data", "manifest", "compare", "diagnose", "paper_compare", "stability",
-    "prompt_sensitivity", "html_report",
+    "prompt_sensitivity", "html_report", "dvc_lock",
 })  # fmt: skip
 #: A model's own jobs (per model, or per model and split/template/repeat).
 PER_MODEL = frozenset({"predict", "evaluate", "intervals", "prompt_run", "audit", "audit_run"})
@@ -132,11 +133,11 @@ PER_MODEL = frozenset({"predict", "evaluate", "intervals", "prompt_run", "audit"
 
 def jobs_run(output: str) -> list[tuple[str, dict[str, str]]]:
     """(rule, wildcards) of every job in Snakemake's output (its job blocks: `rule X:` or
-    `localrule X:` with a `wildcards:` line), the `all` target left out."""
+    `localrule X:` with a `wildcards:` line), the `all` target and the bookkeeping `dvc_lock` left out."""
     jobs = []
     for match in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n?)+)", output, re.M):
         rule, body = match.group(1), match.group(2)
-        if rule == "all":
+        if rule in ("all", "dvc_lock"):
             continue
         wc = re.search(r"^    wildcards: (.*)$", body, re.M)
         pairs = dict(item.split("=", 1) for item in wc.group(1).split(", ")) if wc else {}

@@ -60,7 +60,7 @@ def test_snakemake_after_adding_a_template_runs_only_its_jobs(work: Path) -> Non
     _edit(work, *ADD_TEMPLATE)
     jobs = planned_jobs(out(smk(work, "-n", "all")))
     # stability also writes cost.csv, which splits the cost by template
-    expected = {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "stability": 1, "html_report": 1}
+    expected = {"prompt_run": len(_models(work)), "prompt_sensitivity": 1, "stability": 1, "html_report": 1, "dvc_lock": 1}
     assert jobs == expected, jobs
     smk(work, "--cores", "2", "all")
     assert UP_TO_DATE in dvc(work, "status").stdout
@@ -92,14 +92,14 @@ def test_snakemake_after_raising_repeats_runs_only_the_new_repeats_jobs(work: Pa
     models = _models(work)
     _edit(work, *ADD_REPEATS)
     dry = out(smk(work, "-n", "all"))
-    assert planned_jobs(dry) == {"audit_run": len(models), "audit": len(models), "stability": 1, "html_report": 1}
+    assert planned_jobs(dry) == {"audit_run": len(models), "audit": len(models), "stability": 1, "html_report": 1, "dvc_lock": 1}
     assert _repeats_planned(dry) == {f"{m}-1" for m in models}
     assert _repeats_planned(out(smk(work, "--cores", "2", "all"))) == {f"{m}-1" for m in models}
     first = {m: (work / f"results/audit/{m}/r1.json").read_bytes() for m in models}
     _edit(work, "  repeats: 2\n", "  repeats: 3\n")
     dry = out(smk(work, "-n", "all"))
     # only repeat 2's jobs and what reads them; repeat 1's jobs do not read audit.repeats
-    assert planned_jobs(dry) == {"audit_run": len(models), "audit": len(models), "stability": 1, "html_report": 1}
+    assert planned_jobs(dry) == {"audit_run": len(models), "audit": len(models), "stability": 1, "html_report": 1, "dvc_lock": 1}
     assert _repeats_planned(dry) == {f"{m}-2" for m in models}
     assert _repeats_planned(out(smk(work, "--cores", "2", "all"))) == {f"{m}-2" for m in models}  # what ran
     assert {m: (work / f"results/audit/{m}/r1.json").read_bytes() for m in models} == first

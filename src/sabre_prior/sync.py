@@ -1,19 +1,21 @@
 """What keeps DVC's record in step with Snakemake's runs (docs/orchestration.md).
 
-Snakemake is the one DAG: ``dvc.yaml`` has one stage, ``pipeline``, whose command runs
-``snakemake all``. DVC records what that stage made in ``dvc.lock`` when it is the caller; when
-Snakemake is started directly, its ``onsuccess`` handler calls :func:`after_run`, which records the
-same stage with ``dvc commit`` ("record changes to files or directories tracked by DVC ... by
-storing the current versions in the cache and updating dvc.lock",
-https://dvc.org/doc/command-reference/commit) once nothing of ``all`` is left to do. Either way
-:func:`prune` first removes from the tracked folders what no job of the current pipeline makes (a
-removed model's files, a killed job's temporary file), so that every tracked output is what a fresh
-run on the same params makes.
+Snakemake is the one DAG: ``dvc.yaml`` has one stage, ``pipeline``, whose command runs Snakemake's
+target ``outputs`` (every output of the pipeline), and DVC records them in ``dvc.lock`` after it.
+Started directly, ``snakemake all`` makes one more file, ``dvc.lock`` itself: the rule ``dvc_lock``
+(Snakefile) has every output, ``params.yaml`` and the code as inputs, so Snakemake runs it exactly
+when one of them is newer than the lock (or the lock is missing), and its job, :func:`record`,
+records the stage with ``dvc commit`` ("record changes to files or directories tracked by DVC ...
+by storing the current versions in the cache and updating dvc.lock",
+https://dvc.org/doc/command-reference/commit). Before recording, and after every successful run,
+:func:`prune` removes from the tracked folders what no job of the current pipeline makes (a removed
+model's files, a killed job's temporary file), so that every tracked output is what a fresh run on
+the same params makes.
 
 DVC writes ``dvc.lock`` in place (``dvc/utils/serialize/_yaml.py``: ``open(path, "w")``), so a kill
-while it writes can leave a file it cannot read: "ERROR: ... dvc.lock ... validation failed" on its
-next command. :func:`repair_lock` sets such a file aside (the stage is recorded again): the one
-repair, run by :func:`after_run` and by ``sabre recover``.
+while ``dvc repro`` writes it can leave a file DVC cannot read on its next command (a YAML error
+naming a line). :func:`repair_lock` sets such a file aside (``sabre recover``); the next
+``snakemake all`` records the stage again.
 """
 
 from __future__ import annotations
@@ -49,8 +51,6 @@ TRACKED: tuple[str, ...] = (
 METRICS: tuple[str, ...] = ("results/headline",)
 PLOTS: tuple[str, ...] = ("results/plots/split_accuracy.csv",)
 STAGE = "pipeline"
-#: Set by dvc.yaml's command: DVC is the caller and records the stage itself.
-UNDER_DVC = "SABRE_UNDER_DVC"
 LOCK = Path("dvc.lock")
 DAMAGED = Path(".sabre") / "damaged"
 
@@ -110,12 +110,18 @@ def warn_unrecorded(root: Path = Path(".")) -> None:
         )
 
 
-def _nothing_left(root: Path) -> bool:
-    """`snakemake --dry-run all` plans no job (the outputs are current for params.yaml)."""
-    proc = subprocess.run(
-        [_tool("snakemake"), "--dry-run", "--quiet", "rules", "all"], cwd=root, capture_output=True, text=True
+def record(expected: Sequence[str], log: str | Path, root: Path = Path(".")) -> None:
+    """The job of the rule ``dvc_lock``: prune, then ``dvc commit`` the stage (its output, dvc.lock)."""
+    removed = prune(expected, root)
+    proc = subprocess.run([_tool("dvc"), "commit", "--force", STAGE], cwd=root, capture_output=True, text=True)
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    Path(log).write_text(
+        "".join(f"removed {p} (no job of the pipeline makes it)\n" for p in removed) + proc.stdout + proc.stderr,
+        encoding="utf-8",
     )
-    return proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise SystemExit(f"dvc commit failed (see {log}):\n{proc.stdout}{proc.stderr}")
+    print("recorded the pipeline's outputs in dvc.lock (dvc commit)", file=sys.stderr)
 
 
 def _tool(name: str) -> str:
@@ -123,34 +129,11 @@ def _tool(name: str) -> str:
     return str(here) if here.exists() else name
 
 
-def after_run(expected: Sequence[str], same_as_params: bool, root: Path = Path(".")) -> None:
-    """Snakemake's ``onsuccess``: prune, then (when Snakemake, not DVC, is the caller) record the
-    stage in dvc.lock if the run used params.yaml as it is and nothing of ``all`` is left."""
-    removed = prune(expected, root)
-    if removed:
-        print(f"removed {len(removed)} file(s) no job of the pipeline makes (e.g. {removed[0]})", file=sys.stderr)
-    if os.environ.get(UNDER_DVC) == "1" or not (root / ".dvc").is_dir():
-        return
-    repair_lock(root)
-    if not same_as_params:
-        print("dvc.lock not updated: this run's settings are not params.yaml's (--config/--configfile)", file=sys.stderr)
-        return
-    if not _nothing_left(root):
-        print("dvc.lock not updated: jobs of `all` are left (run `snakemake all` to finish and record)", file=sys.stderr)
-        return
-    proc = subprocess.run([_tool("dvc"), "commit", "--force", "--quiet", STAGE], cwd=root, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"dvc commit failed (dvc.lock not updated):\n{proc.stdout}{proc.stderr}", file=sys.stderr)
-        raise SystemExit(1)
-    print("recorded the pipeline's outputs in dvc.lock (dvc commit)", file=sys.stderr)
-
-
 def _recover(args: object) -> int:
     repaired = repair_lock(Path("."))
     print(
         ("set aside the damaged dvc.lock; " if repaired else "dvc.lock is readable; ")
-        + "now run the same command again (`snakemake --cores 8 all` records the results in dvc.lock, "
-        "or `dvc repro`)"
+        + "now run `snakemake --cores 8 all`: it records the results in dvc.lock again"
     )
     return 0
 
