@@ -133,11 +133,12 @@ PER_MODEL = frozenset({"predict", "evaluate", "intervals", "prompt_run", "audit"
 
 def jobs_run(output: str) -> list[tuple[str, dict[str, str]]]:
     """(rule, wildcards) of every job in Snakemake's output (its job blocks: `rule X:` or
-    `localrule X:` with a `wildcards:` line), the `all` target and the bookkeeping `dvc_lock` left out."""
+    `localrule X:` with a `wildcards:` line), the targets `all` and `outputs` and the bookkeeping
+    `dvc_lock` left out."""
     jobs = []
     for match in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n?)+)", output, re.M):
         rule, body = match.group(1), match.group(2)
-        if rule in ("all", "dvc_lock"):
+        if rule in ("all", "outputs", "dvc_lock"):
             continue
         wc = re.search(r"^    wildcards: (.*)$", body, re.M)
         pairs = dict(item.split("=", 1) for item in wc.group(1).split(", ")) if wc else {}
