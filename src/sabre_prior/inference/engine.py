@@ -554,7 +554,7 @@ class Engine(Runner):
                 self._record_spend(group, attempt - 1, rejected_in, rejected, f"not attempted: {self._abort}")
                 self._fail(group, f"not attempted: {self._abort}")
                 return
-            async with limiter.slot(item.est_tokens) as ticket:
+            async with limiter.slot(item.est_tokens, retry=attempt > 1) as ticket:
                 t0 = time.perf_counter()
                 self.stats.attempts += 1
                 try:

@@ -357,8 +357,8 @@ def release(
     elif outcome == "limited":
         st["limited"] += 1
         st["slow_start"] = False
-        if st["window"] is None:
-            st["window"] = 1.0
+        if st["window"] is None:  # the first answer is a 429: its headers may tell the limit all the same
+            st["window"] = float(ceiling) if known else 1.0
         if known:
             _limited_known(st, now, configured_rate)
         else:
@@ -555,6 +555,17 @@ class Ticket:
         self.outcome, self.headers, self.retry_after, self.tokens = outcome, headers, retry_after, tokens
 
 
+class _NoTurn:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_no_turn = _NoTurn()
+
+
 class RateLimiter:
     """The pacing of one engine run (its workers), on a shared or an in-memory state."""
 
@@ -577,9 +588,13 @@ class RateLimiter:
         self._released = asyncio.Event()
 
     @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[Ticket]:
-        """Hold one request slot of the model's shared window, paced; say how it went on the ticket."""
-        async with self._turn:
+    async def slot(self, tokens: int = 0, *, retry: bool = False) -> AsyncIterator[Ticket]:
+        """Hold one request slot of the model's shared window, paced; say how it went on the ticket.
+
+        New requests ask the shared state one at a time, in turn; a ``retry`` (its wait over: a 429's
+        reset, a back-off) goes past that queue, so that a refused question is sent again as soon as the
+        limit allows, not behind every question read since."""
+        async with self._turn if not retry else _no_turn:
             while True:
                 wait, started = self.store.update(
                     lambda st, now: (acquire(st, self.me, now, self.ceiling, self.configured_rate), now)
