@@ -1,10 +1,14 @@
 """Pacing calls to the provider's limit: one budget per model, shared by every process.
 
 What a provider limits is an organisation's requests and tokens per minute for one
-model, not one job; the four split jobs of a model (Snakemake or ``dvc repro`` run
-them at once) therefore share one *pacing state*, a small JSON file
-``.sabre/pacing/<provider>+<model>+<endpoint hash>.json`` read and written under an
-``fcntl`` lock.  It holds
+model, not one job; every job of a model therefore shares one *pacing state*, a small JSON
+file ``.sabre/pacing/<provider>+<model>+<endpoint hash>.json`` read and written under an
+``fcntl`` lock: its split jobs, which run at once (``snakemake`` runs them in parallel, and
+``dvc repro`` runs the pipeline through Snakemake too: one stage whose command is
+``snakemake``), and its template runs (``sabre prompt-run``), audit repeats (``sabre
+audit-run``) and the synchronous retries of a provider batch, whose journals lie elsewhere
+(``inference.predict.pacing_path``).  A job started later, or the next run, finds what the
+earlier ones learned (until the state is :data:`STALE_S` old).  It holds
 
 * the **window**: how many requests may be in flight for the model, over all its
   processes, between 1 and the configured ``concurrency`` (the ceiling).  Each
@@ -19,7 +23,9 @@ them at once) therefore share one *pacing state*, a small JSON file
   success adds back a little (additive increase).  Without any header (Gemini) the
   rate starts unpaced and is set from the rate actually achieved at the first 429;
 * ``remaining`` headers: a response saying no request (or no token) is left stops
-  new requests until the documented reset;
+  new requests until the documented reset; a 429 stops them for its wait (``Retry-After``,
+  else the reset its headers name, :func:`outcomes.retry_after_from_headers`), and no
+  longer: the refused requests are retried first when it is over (``RateLimiter.slot(retry=True)``);
 * the **holders**: requests in flight per process id.  A killed process's slots are
   dropped by the next process that finds its pid gone, so nothing leaks.
 
