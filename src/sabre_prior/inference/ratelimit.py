@@ -592,6 +592,29 @@ class RateLimiter:
         self._tpm = TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
         self._turn = asyncio.Lock()  # one worker at a time asks the shared state
         self._released = asyncio.Event()
+        #: answers not yet given back to the shared state: the next acquire gives them back under the
+        #: same lock (one read-modify-write of the state a call, not two), else a timer POLL_S later
+        self._pending: list[Callable[[dict[str, Any]], None]] = []
+        self._flush_at: asyncio.TimerHandle | None = None
+
+    def _update(self, fn: Callable[[dict[str, Any], float], Any]) -> Any:
+        """``fn`` on the shared state, after the answers pending."""
+        pending, self._pending = self._pending, []
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
+
+        def both(st: dict[str, Any], now: float) -> Any:
+            for give_back in pending:
+                give_back(st)
+            return fn(st, now)
+
+        return self.store.update(both)
+
+    def flush(self) -> None:
+        """Give back the answers pending now."""
+        if self._pending:
+            self._update(lambda st, now: None)
 
     @asynccontextmanager
     async def slot(self, tokens: int = 0, *, retry: bool = False) -> AsyncIterator[Ticket]:
@@ -602,7 +625,7 @@ class RateLimiter:
         limit allows, not behind every question read since."""
         async with self._turn if not retry else _no_turn:
             while True:
-                wait, started = self.store.update(
+                wait, started = self._update(
                     lambda st, now: (acquire(st, self.me, now, self.ceiling, self.configured_rate), now)
                 )
                 if wait <= 0:
@@ -610,8 +633,9 @@ class RateLimiter:
                 self._released.clear()
                 if wait <= POLL_S:  # the window is full: a release here wakes us, one elsewhere is polled
                     try:
-                        await asyncio.wait_for(self._released.wait(), wait)
-                    except asyncio.TimeoutError:
+                        async with asyncio.timeout(wait):
+                            await self._released.wait()
+                    except TimeoutError:
                         pass
                 else:
                     await asyncio.sleep(wait)
@@ -627,13 +651,17 @@ class RateLimiter:
         finally:
             if ticket.outcome == "limited":
                 self.rate_limited += 1
-            info = rate_info(ticket.headers)
-            self.store.update(
-                lambda st, now: release(
-                    st, self.me, now, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
-                    tokens=ticket.tokens, configured_rate=self.configured_rate, started=started,
-                )
-            )  # fmt: skip
+            info, at = rate_info(ticket.headers), self.store.clock()
+
+            def give_back(st: dict[str, Any]) -> None:
+                release(st, self.me, at, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
+                        tokens=ticket.tokens, configured_rate=self.configured_rate, started=started)  # fmt: skip
+
+            self._pending.append(give_back)
+            if ticket.outcome != "ok":  # a 429 (its pause) or an error: at once
+                self.flush()
+            elif self._flush_at is None:
+                self._flush_at = asyncio.get_running_loop().call_later(POLL_S, self.flush)
             self._released.set()
 
     def settle(self, estimated: int, actual: int | None) -> None:
@@ -642,4 +670,5 @@ class RateLimiter:
             self._tpm.give_back(estimated - actual)
 
     def close(self) -> None:
+        self.flush()
         self.store.close()
