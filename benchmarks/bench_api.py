@@ -1,25 +1,34 @@
-"""Benchmark (not a test): API inference wall time against a local server with injected latency.
+"""Benchmark (not a test): API inference CPU and wall time against a local server with injected latency.
 
 For N questions and each concurrency C, runs ``sabre predict`` as a subprocess
 (fresh journal, progress bar on, as a user would) against the fake OpenAI server
 of ``tests/servers`` (aiohttp, asyncio: not a thread per request) answering
-every request after L seconds, and compares the wall time from process start to
-the last answer with the ideal N * L / C and with a bare client
+every request after L seconds, side by side with a bare client
 (``benchmarks/bare_client.py``: aiohttp, the same Parquet file, the same request
-bodies, the same concurrency, also a fresh process) run side by side on the same
-server.  Prints the time from process start to the first request, and the peak
-RSS of ``sabre predict`` (with its forked row reader) at N and at 4N (``--rss-n``;
-flat in N: images are streamed, not all held).  Each row has its own image bytes (a distinct trailer
-after the JPEG's end marker), so Parquet cannot deduplicate them.
-Child processes may write bytecode (an installed package has its .pyc files).
-Linux only (the peak RSS is read from /proc).
+bodies, the same concurrency, also a fresh process) on the same server, for
+images of about 32 KB (440x295) and 300 KB (1400x939, the real data's size). Prints, for each:
 
-    python benchmarks/bench_api.py                      # N=1000, L=0.2, C in 8 32 64
-    python benchmarks/bench_api.py --concurrency 1      # the 200 s run
-    python benchmarks/bench_api.py --image-size 64x48   # tiny images instead of photo-sized ones
+* the **CPU seconds per call**: user + system time of the whole process tree (``sabre
+  predict`` and its forked row reader; the bare client), from ``wait4`` of the child (a process's
+  rusage includes its waited-for children), divided by N;
+* the **wall time** from process start to the last answer, against the ideal N * L / C;
+* the time from process start to the first request, and the peak RSS of ``sabre predict``
+  (with its forked row reader) at N and at 4N (``--rss-n``; flat in N: images are streamed).
 
-Targets: within 1.15x of the bare client's wall time, start-up included; the first
-request within 0.5 s of the process start.
+``--hog K`` (default 1) starts K bounded CPU hogs (busy loops, each killed at the end and
+stopping on its own after ``--hog-s`` seconds) that run beside both clients, so that the figures
+are those of a busy machine and reproducible on one. Each row has its own image bytes (a
+distinct trailer after the JPEG's end marker), so Parquet cannot deduplicate them. Child
+processes may write bytecode (an installed package has its .pyc files). Linux only (the peak
+RSS is read from /proc).
+
+    python benchmarks/bench_api.py                          # N=1000, L=0.2, C in 8 32 64, one hog
+    python benchmarks/bench_api.py -n 300 --concurrency 32  # a short run
+    python benchmarks/bench_api.py --hog 0                  # an idle machine
+    python benchmarks/bench_api.py --image-sizes 64x48      # tiny images instead
+
+Targets: CPU per call within 1.3x of the bare client's; wall time within 1.15x of the bare
+client's, start-up included; the first request within 0.5 s of the process start.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from tests.servers import FakeServer  # noqa: E402
 
 KEY_ENV = "SABRE_BENCH_KEY"
 RATIO_TARGET = 1.15  # wall time of sabre predict / the bare client's, process start included
+CPU_TARGET = 1.3  # CPU seconds per call of sabre predict (its process tree) / the bare client's
 FIRST_TARGET = 0.5  # seconds from process start to the first request
 
 
@@ -116,26 +126,37 @@ def _tree_rss_kb(pid: int) -> int:
     return total
 
 
-def run_timed(cmd: list[str], cwd: Path, log_path: Path) -> tuple[float, float, int]:
-    """(start monotonic, exit after s, peak RSS MB) of one child process and the processes it starts.
+def run_timed(cmd: list[str], cwd: Path, log_path: Path) -> tuple[float, float, int, float]:
+    """(start monotonic, exit after s, peak RSS MB, CPU s) of one child process and the processes it starts.
 
-    The peak RSS is the largest sum of VmRSS over the process and its descendants (``sabre
-    predict``'s forked row reader), sampled every 50 ms: GNU time's ``%M`` would give the largest
-    single process only, and this process's ``wait4`` counts a child forked from this (large)
-    benchmark process with the parent's pages until it execs. The sum counts the pages a forked
-    child still shares with its parent twice: an upper bound.
+    The CPU seconds are user + system of the child and of its waited-for children (``wait4``'s
+    rusage, getrusage(2): RUSAGE_CHILDREN semantics for one child). The peak RSS is the largest sum of
+    VmRSS over the process and its descendants (``sabre predict``'s forked row reader), sampled every
+    50 ms: GNU time's ``%M`` would give the largest single process only, and this process's ``wait4``
+    counts a child forked from this (large) benchmark process with the parent's pages until it execs.
+    The sum counts the pages a forked child still shares with its parent twice: an upper bound.
     """
     with open(log_path, "w") as log:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=cwd, env=child_env(), stdout=log, stderr=log)
         peak = 0
-        while proc.poll() is None:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
             peak = max(peak, _tree_rss_kb(proc.pid))
             time.sleep(0.05)
         t_exit = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed; see {log_path}")
-    return t0, t_exit, peak // 1024
+    return t0, t_exit, peak // 1024, usage.ru_utime + usage.ru_stime
+
+
+def start_hogs(k: int, seconds: float) -> list[subprocess.Popen]:
+    """K busy loops beside the clients, each ending on its own after ``seconds`` (bounded)."""
+    code = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(k)]
 
 
 def call_times(server: FakeServer, n: int, t0: float) -> tuple[float, float]:
@@ -149,9 +170,9 @@ def run_bare(project: Path, server: FakeServer, n: int, c: int) -> dict[str, flo
     server.clear()
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bare_client.py"), str(project / "data" / "parquet" / "attribute.parquet"),
            server.url("openai"), str(c)]  # fmt: skip
-    t0, t_exit, rss = run_timed(cmd, project, project / f"bare_c{c}.log")
+    t0, t_exit, rss, cpu = run_timed(cmd, project, project / f"bare_c{c}.log")
     first, last = call_times(server, n, t0)
-    return {"last_answer": last, "first_request": first, "exit": t_exit, "rss_mb": rss}
+    return {"last_answer": last, "first_request": first, "exit": t_exit, "rss_mb": rss, "cpu_ms": cpu / n * 1000}
 
 
 def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float) -> dict[str, float]:
@@ -174,7 +195,7 @@ def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float) 
     shutil.rmtree(project / "results", ignore_errors=True)
     server.clear()
     sabre = str(Path(sys.executable).parent / "sabre")
-    t0, t_exit, rss = run_timed([sabre, "predict", "--model", "bench", "--split", "attribute"], project,
+    t0, t_exit, rss, cpu = run_timed([sabre, "predict", "--model", "bench", "--split", "attribute"], project,
                                 project / f"predict_c{c}.log")  # fmt: skip
     first, last = call_times(server, n, t0)
     ideal = n * latency / c
@@ -189,6 +210,7 @@ def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float) 
         "exit": t_exit,
         "max_in_flight": server.max_in_flight,
         "rss_mb": rss,
+        "cpu_ms": cpu / n * 1000,
     }
 
 
@@ -197,54 +219,68 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 64])
-    parser.add_argument("--image-size", default="1400x939", help="WxH of the JPEGs (default: the real data's size)")
+    parser.add_argument("--image-sizes", nargs="+", default=["440x295", "1400x939"],
+                        help="WxH of the JPEGs (default: ~32 KB and ~300 KB, the real data's size)")  # fmt: skip
     parser.add_argument("--rss-n", type=int, default=4000, help="a second N for the peak-RSS comparison (0: skip)")
+    parser.add_argument("--hog", type=int, default=1, help="CPU hogs running beside both clients (0: none)")
+    parser.add_argument("--hog-s", type=float, default=900.0, help="each hog stops on its own after this long")
     parser.add_argument("--server-limit", type=float, default=1e5,
                         help="requests per second the server's rate-limit headers announce (0: no headers; "
                              "sabre then starts slowly, one more request in flight per answer)")  # fmt: skip
     args = parser.parse_args()
-    size = tuple(int(v) for v in args.image_size.lower().split("x"))
     rows, bare, rss = [], [], {}
-    with tempfile.TemporaryDirectory(prefix="sabre-bench-") as tmp:
-        project = Path(tmp)
-        data = project / "data" / "parquet" / "attribute.parquet"
-        kb = write_data(data, args.n, size)  # type: ignore[arg-type]
-        print(f"N={args.n} questions, L={args.latency * 1000:.0f} ms, images {args.image_size} JPEG (~{kb:.0f} KB), "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
-        # rate_limit: the server sends OpenAI's x-ratelimit-* headers with every answer, as OpenAI does
-        # (tests/servers/protocols.py), at a limit far above what is sent (no 429 here: bench_pacing.py)
-        with FakeServer(latency=args.latency, decode_images=False, rate_limit=args.server_limit or None) as server:
-            for c in args.concurrency:
-                bare.append(run_bare(project, server, args.n, c))
-                rows.append(run_once(project, server, args.n, c, args.latency))
-                r, b = rows[-1], bare[-1]
-                print(f"  C={c}: sabre {r['last_answer']:.2f} s, bare client {b['last_answer']:.2f} s to the last answer "
-                      f"(ideal {r['ideal']:.2f} s)", flush=True)
-            rss[args.n] = rows[-1]["rss_mb"]
-            if args.rss_n:
-                write_data(data, args.rss_n, size)  # type: ignore[arg-type]
-                big = run_once(project, server, args.rss_n, args.concurrency[-1], args.latency)
-                rss[args.rss_n] = big["rss_mb"]
-    print()
+    load = os.getloadavg()[0]
+    hogs = start_hogs(args.hog, args.hog_s)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sabre-bench-") as tmp:
+            project = Path(tmp)
+            data = project / "data" / "parquet" / "attribute.parquet"
+            print(f"N={args.n} questions, L={args.latency * 1000:.0f} ms, {os.cpu_count()} CPUs, {args.hog} CPU hog(s), "
+                  f"load average {load:.1f} at the start ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
+            # rate_limit: the server sends OpenAI's x-ratelimit-* headers with every answer, as OpenAI does
+            # (tests/servers/protocols.py), at a limit far above what is sent (no 429 here: bench_pacing.py)
+            with FakeServer(latency=args.latency, decode_images=False, rate_limit=args.server_limit or None) as server:
+                for image_size in args.image_sizes:
+                    size = tuple(int(v) for v in image_size.lower().split("x"))
+                    kb = write_data(data, args.n, size)  # type: ignore[arg-type]
+                    for c in args.concurrency:
+                        bare.append(run_bare(project, server, args.n, c))
+                        rows.append(run_once(project, server, args.n, c, args.latency))
+                        r, b = rows[-1], bare[-1]
+                        r["kb"] = kb
+                        print(f"  {kb:.0f} KB, C={c}: sabre {r['last_answer']:.2f} s, {r['cpu_ms']:.2f} ms CPU a call; "
+                              f"bare client {b['last_answer']:.2f} s, {b['cpu_ms']:.2f} ms (ideal {r['ideal']:.2f} s)", flush=True)
+                rss[args.n] = rows[-1]["rss_mb"]
+                if args.rss_n:
+                    write_data(data, args.rss_n, size)  # type: ignore[arg-type]
+                    big = run_once(project, server, args.rss_n, args.concurrency[-1], args.latency)
+                    rss[args.rss_n] = big["rss_mb"]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     print(
-        "| C | ideal N*L/C (s) | sabre: start -> last answer (s) | bare client (s) | sabre / bare | target | "
-        "sabre / ideal | first request at (s), sabre / bare | max in flight | call latency p50 (ms) |"
+        "| image | C | CPU ms a call, sabre / bare | CPU ratio | target | ideal N*L/C (s) | sabre: start -> last answer (s) | "
+        "bare client (s) | wall ratio | target | first request at (s), sabre / bare | max in flight | call latency p50 (ms) |"
     )
-    print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("|--:|--:|--:|--:|:--|--:|--:|--:|--:|:--|--:|--:|--:|")
     for r, b in zip(rows, bare):
-        ratio = r["last_answer"] / b["last_answer"]
+        ratio, cpu = r["last_answer"] / b["last_answer"], r["cpu_ms"] / b["cpu_ms"]
         print(
-            f"| {r['C']} | {r['ideal']:.2f} | {r['last_answer']:.2f} | {b['last_answer']:.2f} | {ratio:.3f} | "
-            f"<= {RATIO_TARGET}x {'ok' if ratio <= RATIO_TARGET else 'MISSED'} | {r['ratio']:.3f} | "
+            f"| {r['kb']:.0f} KB | {r['C']} | {r['cpu_ms']:.2f} / {b['cpu_ms']:.2f} | {cpu:.2f} | "
+            f"<= {CPU_TARGET}x {'ok' if cpu <= CPU_TARGET else 'MISSED'} | {r['ideal']:.2f} | {r['last_answer']:.2f} | "
+            f"{b['last_answer']:.2f} | {ratio:.3f} | <= {RATIO_TARGET}x {'ok' if ratio <= RATIO_TARGET else 'MISSED'} | "
             f"{r['first_request']:.2f} / {b['first_request']:.2f} "
             f"({'ok' if r['first_request'] <= FIRST_TARGET else 'MISSED'} <= {FIRST_TARGET} s) | "
             f"{r['max_in_flight']} | {r['p50'] * 1000:.0f} |"
         )
-    print()
-    print("| N | peak RSS of sabre predict and its row reader (MB) | bare client at N (MB) |")
-    print("|--:|--:|--:|")
-    for n_, mb in rss.items():
-        print(f"| {n_} | {mb} | {bare[-1]['rss_mb'] if n_ == args.n else '-'} |")
+    if rss:
+        print()
+        print("| N | peak RSS of sabre predict and its row reader (MB) | bare client at N (MB) |")
+        print("|--:|--:|--:|")
+        for n_, mb in rss.items():
+            print(f"| {n_} | {mb} | {bare[-1]['rss_mb'] if n_ == args.n else '-'} |")
     return 0
 
 

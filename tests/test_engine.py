@@ -287,9 +287,11 @@ def test_high_concurrency_over_several_sdk_clients(tmp_path: Path, server: FakeS
 
     data = tmp_path / "context40.parquet"
     write_split(data, "context", 40)
-    server.latency = 0.1
     server.rate_limit = 1e5  # OpenAI's rate-limit headers (a limit far above): the window opens at the first answer
-    run = predict(tmp_path, model_settings(server, concurrency=20), data)  # three pools of <= 8 connections
+    # after the first answer the server holds every request until 20 are in flight at once: the check is
+    # on what the client sends, not on how fast a loaded machine sends it (no timing)
+    server.hold_for_in_flight = 20
+    run = predict(tmp_path, model_settings(server, concurrency=20, timeout_s=60.0), data)  # three pools of <= 8 connections
     assert run.calls == 40 and server.max_in_flight == 20
     assert set(server.answers_per_key().values()) == {1} and len(server.answers_per_key()) == 40
 

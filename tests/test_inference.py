@@ -264,10 +264,10 @@ def test_the_header_size_is_pils_size(demo_parquet_dir: Path) -> None:
     assert prompts._header_size(samples[8]) is None  # GIF: PIL's answer
 
 
-def test_every_pool_shares_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
-    """JsonHttp at concurrency 64 makes 8 pools; httpx2 builds a TLS context for a client given
-    verify=True (httpx2/_config.py create_ssl_context -> httpcore2.default_ssl_context), ~21 ms each.
-    The pools get one shared context: httpcore2's default is built once, and it is httpx2's own default."""
+def test_the_tls_context_is_built_once_and_is_httpx2s_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JsonHttp verifies TLS with the context a default httpx2 client builds (httpx2/_config.py
+    create_ssl_context -> httpcore2.default_ssl_context: the SDKs' CA store), ~21 ms to build: once per
+    process, whatever the number of clients; a plain http URL (a local server) builds none."""
     import httpcore2
 
     from sabre_prior.inference.models import http
@@ -282,9 +282,26 @@ def test_every_pool_shares_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(httpcore2, "default_ssl_context", counting)
     http._tls_context.cache_clear()
     try:
-        client = http.JsonHttp("https://api.example.invalid/v1", {}, timeout_s=5, concurrency=64)
-        client.prepare()
-        assert len(client._clients) == 8
-        assert made == [{"_trust_env": True}]
+        clients = [http.JsonHttp("https://api.example.invalid/v1", {}, timeout_s=5, concurrency=64) for _ in range(3)]
+        for client in clients:
+            client.prepare()
+        assert made == [{"_trust_env": True}] and all(c._tls is clients[0]._tls for c in clients)
+        local = http.JsonHttp("http://127.0.0.1:1/v1", {}, timeout_s=5, concurrency=8)
+        local.prepare()
+        assert local._tls is None and len(made) == 1
     finally:
         http._tls_context.cache_clear()
+
+
+def test_the_proxy_is_read_from_the_environment_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTPS_PROXY is used and NO_PROXY honoured, as the SDKs' trust_env does (read once per client)."""
+    from sabre_prior.inference.models import http
+
+    for name in ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("https_proxy", "http://proxy.example.invalid:3128")
+    monkeypatch.setenv("no_proxy", "internal.example.invalid")
+    assert http._proxy_for("https://api.openai.com/v1") == "http://proxy.example.invalid:3128"
+    assert http._proxy_for("https://internal.example.invalid/v1") is None
+    monkeypatch.delenv("https_proxy")
+    assert http._proxy_for("https://api.openai.com/v1") is None

@@ -295,3 +295,98 @@ def test_four_split_jobs_share_one_budget(tmp_path: Path, backend: str) -> None:
     assert limited <= 0.05 * sum(rows.values()), f"{limited} 429s"
     (state,) = (tmp_path / ".sabre" / "pacing").iterdir()
     assert json.loads(state.read_text())["holders"] == {}
+
+
+# -- a 429 naming the reset: nothing of the key before it, the refused questions soon after it ------
+RESET_S = 2.0
+TELL_S = 0.25
+
+
+def _run_small_split(tmp_path: Path, server: FakeServer, backend: str) -> None:
+    """A user's first run of a model: 12 questions, nothing learned, the paper presets' concurrency of 16."""
+    from sabre_prior.inference.predict import predict_split
+
+    data = tmp_path / "context.parquet"
+    write_split(data, "context", 12)
+    predict_split("m", model_settings(server, backend, concurrency=16, timeout_s=10, backoff_base_s=1.0,
+                                      backoff_max_s=60.0), "context", data, tmp_path / "pred.jsonl",
+                  progress=False, usage_output=tmp_path / "u.json", run_log_output=tmp_path / "r.json",
+                  journal_dir=tmp_path / ".sabre" / "journal")  # fmt: skip
+    assert len(server.answers_per_key()) == 12 and set(server.answers_per_key().values()) == {1}
+
+
+def _nothing_before_a_named_reset(server: FakeServer) -> None:
+    """Once a 429 naming a reset went back to the client, no request arrives before that reset; requests
+    the client let go before reading the 429 may still arrive a moment later (TELL_S); an RFC 3339 time
+    has milliseconds (10 ms)."""
+    named = [(c.end, c.reset_at) for c in server.calls if c.reset_at is not None and c.end is not None]
+    early = [(round(c.start, 3), round(reset, 3)) for c in server.calls for told, reset in named
+             if told + TELL_S < c.start < reset - 0.01]  # fmt: skip
+    assert named and not early, f"requests that arrived before a reset named to the client (at, reset): {early}"
+
+
+@pytest.mark.parametrize("backend,flavour", [("openai", ""), ("anthropic", ""), ("openai", "compatible")])
+def test_a_429_naming_the_reset_holds_the_key_until_it_and_no_longer(
+    tmp_path: Path, backend: str, flavour: str, api_key: str
+) -> None:
+    """The third request exhausts the key's limit for RESET_S seconds, and every request until the reset
+    gets a 429 whose documented headers name it (tests/servers/protocols.exhausted: OpenAI's
+    x-ratelimit-reset-requests, Anthropic's anthropic-ratelimit-requests-reset and retry-after, an
+    OpenAI-compatible server's retry-after and x-ratelimit-reset-tokens).  Once the first 429 is back, no
+    request leaves before the reset; every refused question is answered within 2 s after it."""
+    with FakeServer(latency=0.05, exhaust=(3, RESET_S), exhausted_flavour=flavour) as server:
+        _run_small_split(tmp_path, server, backend)
+        _nothing_before_a_named_reset(server)
+        assert server.exhausted_window is not None
+        _, reset = server.exhausted_window
+        answered = {c.key: c.start for c in reversed(server.ok_calls())}  # the first answer of each key
+        late = {k[:8]: round(answered[k] - reset, 2) for k in {c.key for c in server.calls if c.fault == "exhausted"}}
+        assert all(0 <= d <= 2.0 for d in late.values()), f"refused questions answered (s after the reset): {late}"
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_a_first_answer_429_naming_the_reset_leaves_the_window_open(tmp_path: Path, backend: str, api_key: str) -> None:
+    """Every question's first attempt gets a 429 naming a reset RESET_S ahead (the fake's 429_reset: OpenAI's
+    x-ratelimit-reset-requests, Anthropic's anthropic-ratelimit-requests-reset), the first answer of the
+    run included.  Its headers tell the limit: after the reset the questions go together, not one a reset
+    (12 questions were 12 rounds of RESET_S, issue 35); the 429s come in at most three rounds (Anthropic's
+    4,000 a minute paces the first burst over two); every reset honoured."""
+    with FakeServer(latency=0.05) as server:
+        server.add_fault("429_reset", first_attempts=1, retry_after=RESET_S)
+        _run_small_split(tmp_path, server, backend)
+        _nothing_before_a_named_reset(server)
+        told = sorted(c.end for c in server.calls if c.status == 429 and c.end is not None)
+        rounds = 1 + sum(1 for a, b in zip(told, told[1:]) if b - a > RESET_S / 2)
+        assert len(told) == 12 and rounds <= 3, f"{len(told)} 429s in {rounds} rounds"
+
+
+def test_main_run_template_run_and_audit_repeat_share_one_budget(tmp_path: Path) -> None:
+    """A model's main predictions (`sabre predict`), a template run (`sabre prompt-run`) and an audit repeat
+    (`sabre audit-run`) at once: one pacing state (.sabre/pacing/, none beside the template's or the
+    audit's journal), one ceiling over the three, few 429s against the server's limit."""
+    splits = ["context", "texture"]
+    for i, s in enumerate(splits):
+        write_split(tmp_path / "data" / "parquet" / f"{s}.parquet", s, 24, seed=i)
+    with FakeServer(latency=0.1, rate_limit=20) as server:
+        settings = model_settings(server, "openai", concurrency=6, max_attempts=10)
+        params = {"dataset": {"source": "demo"}, "splits": splits, "models": {"m": settings},
+                  "prompt": {"templates": ["screening_v1", "bare_v1"]}, "audit": {"repeats": 2, "questions": 12}}
+        (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+        env = {**os.environ, KEY_ENV: KEY, "PYTHONPATH": str(ROOT / "src")}
+        cli = [sys.executable, "-m", "sabre_prior.cli"]
+        jobs = [[*cli, "predict", "--model", "m", "--split", "context", "--no-progress"],
+                [*cli, "prompt-run", "--template", "bare_v1", "--model", "m", "--data", "data/parquet",
+                 "--outdir", "results/prompts/bare_v1/m", "--no-progress"],
+                [*cli, "audit-run", "--model", "m", "--repeat", "1", "--data", "data/parquet", "--no-progress"]]  # fmt: skip
+        procs = [subprocess.Popen(j, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for j in jobs]  # fmt: skip
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 3, outs
+        limited = sum(1 for c in server.calls if c.status == 429)
+        answered = len(server.ok_calls())
+        assert server.max_in_flight <= 6, "the three jobs share the ceiling of 6"
+    assert answered == 24 + 48 + 24, answered  # context; both splits under bare_v1; 12 a split repeated
+    assert limited <= 0.05 * answered, f"{limited} 429s"
+    (state,) = (tmp_path / ".sabre" / "pacing").iterdir()
+    assert json.loads(state.read_text())["holders"] == {}
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("pacing")) == [".sabre/pacing"]

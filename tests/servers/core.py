@@ -131,6 +131,7 @@ class Call:
     output_tokens: int = 0  # billed output tokens, reasoning included
     answer: str | None = None
     body: dict[str, Any] | None = None
+    reset_at: float | None = None  # a 429 naming when the limit resets: that time (server clock)
 
     @property
     def ok(self) -> bool:
@@ -168,6 +169,17 @@ class FakeServer:
     #: Gemini's 429 of that limit names the limit in its QuotaFailure's ``quotaValue`` (False: left out,
     #: as some real answers do; protocols.gemini_rate_limited)
     rate_limit_quota_value: bool = True
+    #: (n, seconds): the n-th request exhausts the key's limit for that long; it and every request
+    #: arriving before the reset get a 429 whose documented headers name the reset
+    #: (protocols.exhausted; ``exhausted_flavour`` "compatible": an OpenAI-compatible server's, Groq's)
+    exhaust: tuple[int, float] | None = None
+    exhausted_flavour: str = ""
+    #: the window of that exhaustion once opened: (start, reset), server clock (time.monotonic)
+    exhausted_window: tuple[float, float] | None = None
+    #: hold requests until this many are in flight at once (then all go; once), after the first
+    #: answer (a client's probe goes alone); a client that never gets there fails after ``hold_timeout_s``
+    hold_for_in_flight: int | None = None
+    hold_timeout_s: float = 30.0
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -175,6 +187,7 @@ class FakeServer:
 
     def __post_init__(self) -> None:
         self._bucket = [0.0, 0.0]  # level, time of the last refill (set when the first request comes)
+        self._gathered: asyncio.Event | None = None  # hold_for_in_flight reached (made on the server's loop)
         self._attempts: Counter[tuple[str, str]] = Counter()  # (content key, model id) -> attempts
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -202,6 +215,7 @@ class FakeServer:
             self._attempts.clear()
             self.max_in_flight = self.in_flight
             self._bucket = [0.0, 0.0]
+            self.exhausted_window = None
 
     def url(self, protocol: str = "openai") -> str:
         base = f"http://127.0.0.1:{self.port}"
@@ -287,6 +301,13 @@ class FakeServer:
             if self.keep_bodies:
                 call.body = _strip_images(payload)
             call.model = model
+            reset_in = self._exhausted(call)
+            if reset_in is not None:  # the key's limit is exhausted: 429 at once until the reset
+                call.status, call.fault, call.key = 429, "exhausted", content_key(text, image)
+                call.reset_at = call.start + reset_in
+                return P.exhausted(proto.name, reset_in, self.exhausted_flavour, model)
+            if self.hold_for_in_flight and any(c.end is not None for c in self.calls):
+                await self._hold()
             limit = self._take_token() if self.rate_limit else None
             if limit is not None and limit[0] < 0:  # over the limit: 429 at once, as a provider's edge answers
                 call.status, call.fault = 429, "rate_limited"
@@ -323,6 +344,29 @@ class FakeServer:
             with self._lock:
                 self.in_flight -= 1
 
+    def _exhausted(self, call: Call) -> float | None:
+        """Seconds until the exhausted limit resets (None: not exhausted now)."""
+        if self.exhaust is None:
+            return None
+        with self._lock:
+            if self.exhausted_window is None and len(self.calls) >= self.exhaust[0]:
+                self.exhausted_window = (call.start, call.start + self.exhaust[1])
+            window = self.exhausted_window
+        if window is None or not window[0] <= call.start < window[1]:
+            return None
+        return window[1] - call.start
+
+    async def _hold(self) -> None:
+        if self._gathered is None:
+            self._gathered = asyncio.Event()
+        if self.in_flight >= self.hold_for_in_flight:  # type: ignore[operator]
+            self._gathered.set()
+        if not self._gathered.is_set():
+            try:
+                await asyncio.wait_for(self._gathered.wait(), self.hold_timeout_s)
+            except asyncio.TimeoutError:
+                pass
+
     def _take_token(self) -> tuple[float, float, float]:
         """Take one request from the bucket: (remaining, seconds until full, seconds until the next
         request); remaining is ``-(level + 1)`` when none was left."""
@@ -354,6 +398,8 @@ class FakeServer:
             )
             call.status = status
             call.input_tokens, call.output_tokens = billed
+            if kind == "429_reset":
+                call.reset_at = time.monotonic() + (0.3 if fault.retry_after is None else fault.retry_after)
             return resp
         if kind in ("429", "500", "503", "401", "400", "404"):
             status = int(kind)

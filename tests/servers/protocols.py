@@ -360,6 +360,63 @@ def rate_limit_headers(protocol: str, per_minute: float, remaining: float, full_
     return {}
 
 
+def exhausted(protocol: str, reset_in_s: float, flavour: str = "", model: str = "") -> web.Response:
+    """The 429 of a key whose limit is exhausted until ``reset_in_s`` from now, with the headers each
+    provider documents for it (every request until the reset gets one, with the reset still ahead).
+
+    * OpenAI: ``x-ratelimit-remaining-requests: 0`` and ``x-ratelimit-reset-requests``, the duration
+      until the limit is back ("1s", "6m0s"); no ``retry-after`` is documented
+      (https://platform.openai.com/docs/guides/rate-limits#rate-limits-in-headers), a tier-5 limit of
+      10,000 requests a minute (#usage-tiers there);
+    * Anthropic: ``anthropic-ratelimit-requests-remaining: 0``, ``anthropic-ratelimit-requests-reset``
+      (RFC 3339) and ``retry-after``, "the number of seconds to wait until you can retry the request.
+      Earlier retries will fail" (https://docs.anthropic.com/en/api/rate-limits#response-headers), tier 4's
+      4,000 requests a minute (#rate-limits there);
+    * an OpenAI-compatible server (``flavour="compatible"``), Groq's documented set
+      (https://console.groq.com/docs/rate-limits, "Rate Limit Headers"): ``retry-after`` in seconds, set
+      only on a 429; ``x-ratelimit-limit-requests`` / ``-remaining-requests`` counting requests per *day*
+      and their ``-reset-requests`` ("2m59.56s"); ``x-ratelimit-limit-tokens`` / ``-remaining-tokens`` /
+      ``-reset-tokens`` per minute ("7.66s"): here the tokens are what ran out;
+    * Gemini: ``google.rpc.RetryInfo.retryDelay`` in the body, no header (:func:`gemini_rate_limited`).
+    """
+    import math
+
+    wait = max(0.0, reset_in_s)
+    whole = str(max(1, math.ceil(wait)))  # delay-seconds are whole (RFC 9110 section 10.2.3)
+    err_openai = {"error": {"message": "Rate limit reached for requests", "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
+    if protocol == "openai" and flavour == "compatible":
+        headers = {
+            "retry-after": whole,
+            "x-ratelimit-limit-requests": "14400",
+            "x-ratelimit-remaining-requests": "14370",
+            "x-ratelimit-reset-requests": "2m59.56s",
+            "x-ratelimit-limit-tokens": "18000",
+            "x-ratelimit-remaining-tokens": "0",
+            "x-ratelimit-reset-tokens": f"{wait:.2f}s",
+        }
+        err = {"error": {"message": "Rate limit reached for model on tokens per minute (TPM). Please try again in "
+                         f"{wait:.2f}s.", "type": "tokens", "code": "rate_limit_exceeded"}}  # fmt: skip
+        return _json(err, 429, headers)
+    if protocol == "openai":
+        headers = {
+            "x-ratelimit-limit-requests": "10000",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": _duration(wait),
+        }
+        return _json(err_openai, 429, headers)
+    if protocol == "anthropic":
+        when = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=wait)
+        headers = {
+            "anthropic-ratelimit-requests-limit": "4000",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "retry-after": whole,
+        }
+        err = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit"}}
+        return _json(err, 429, headers)
+    return _json(gemini_rate_limited(model, 60, max(0.001, wait)), 429)
+
+
 def gemini_duration(seconds: float) -> str:
     """A ``google.protobuf.Duration`` in its JSON form: seconds with up to nine fractional digits and an
     ``s`` ("45.837906927s"; https://protobuf.dev/reference/protobuf/google.protobuf/#duration)."""

@@ -424,9 +424,11 @@ class BatchEngine(Runner):
         batch: BatchSettings | None = None,
         adapter: BatchAdapter | None = None,
         sleep: Any = time.sleep,
+        pacing: Path | None = None,
         **common: Any,
     ) -> None:
-        """``common``: :class:`~sabre_prior.inference.engine.Runner`'s keywords (desc, progress, journal_fields, seed)."""
+        """``common``: :class:`~sabre_prior.inference.engine.Runner`'s keywords (desc, progress, journal_fields, seed);
+        ``pacing``: the model's shared pacing state, for the synchronous retries (``retry: sync``)."""
         if journal is None:
             raise BackendError("batch mode needs the response journal")
         super().__init__(backend, journal, settings, **common)
@@ -434,6 +436,7 @@ class BatchEngine(Runner):
         self.b = batch or BatchSettings.from_settings(backend.settings, backend.name)
         self._adapter = adapter
         self._sleep = sleep
+        self.pacing = pacing
         self.ledger = Ledger(ledger_path(journal.path))
         self.groups: dict[str, list[WorkItem]] = {}
         self.answers: dict[str, str] = {}
@@ -755,6 +758,7 @@ class BatchEngine(Runner):
             progress=self.progress,
             journal_fields=self.journal_fields,
             seed=self.seed,
+            pacing=self.pacing,
         )
         result = engine.run(items)
         self.records.update(result.records)

@@ -532,8 +532,9 @@ class Engine(Runner):
 
     async def _attempt(self, query: Query) -> Completion:
         try:
-            completion = await asyncio.wait_for(self.backend.acomplete(query), self.s.timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.s.timeout_s):  # no task per call, as wait_for makes (Python 3.11)
+                completion = await self.backend.acomplete(query)
+        except TimeoutError:
             raise CallError(f"no answer within {self.s.timeout_s:g} s", retryable=True, kind="timeout") from None
         except CallError:
             raise
@@ -554,7 +555,7 @@ class Engine(Runner):
                 self._record_spend(group, attempt - 1, rejected_in, rejected, f"not attempted: {self._abort}")
                 self._fail(group, f"not attempted: {self._abort}")
                 return
-            async with limiter.slot(item.est_tokens) as ticket:
+            async with limiter.slot(item.est_tokens, retry=attempt > 1) as ticket:
                 t0 = time.perf_counter()
                 self.stats.attempts += 1
                 try:

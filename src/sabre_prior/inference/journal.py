@@ -5,7 +5,7 @@ One append-only JSON Lines file per model and split,
 successful response is appended as one line with a single ``write()`` as it
 arrives (from then on it survives a SIGKILL or an OOM kill of the process) and
 is ``fsync``-ed to disk right after, by a background thread that does not hold
-up the event loop (so a power cut loses at most the last few milliseconds).
+up the event loop, at most every 0.1 s (so a power cut loses at most the answers of the last 0.1 s).
 
 Lines are keyed by content (:func:`request_key`): backend and provider, model
 id, the generation settings, the prompt template and its version, the rendered
@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 #: Version of the journal line format.
 JOURNAL_FORMAT = 1
+#: the longest a written line waits for its fsync (the background thread's group commit)
+SYNC_INTERVAL_S = 0.1
 
 
 def journal_path(model: str, split: str, root: str | Path = ".", journal_dir: str | Path | None = None) -> Path:
@@ -113,7 +115,8 @@ def _keep(records: dict[str, dict[str, Any]], spent: dict[str, list[dict[str, An
 
 
 def _utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``%Y-%m-%dT%H:%M:%S.%fZ`` (isoformat: a third of strftime's time)."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _parse_lines(data: bytes, path: Path) -> Iterator[dict[str, Any]]:
@@ -168,12 +171,14 @@ class Journal:
             raise
         self.appended = 0
         self._dirty = threading.Event()
+        self._wake = threading.Event()
         self._closing = False
         self._syncer = threading.Thread(target=self._sync_loop, name=f"journal-fsync:{self.path.name}", daemon=True)
         self._syncer.start()
 
     def _sync_loop(self) -> None:
-        """Group commit: fsync whenever lines were written since the last fsync."""
+        """Group commit: fsync whenever lines were written since the last fsync, at most every
+        :data:`SYNC_INTERVAL_S` (a thread woken for every line took a sixth of the CPU per call)."""
         while True:
             self._dirty.wait()
             self._dirty.clear()
@@ -185,6 +190,7 @@ class Journal:
                 return
             if self._closing:
                 return
+            self._wake.wait(SYNC_INTERVAL_S)  # close() cuts it short
 
     # -- opening ------------------------------------------------------------------
     def _lock(self) -> None:
@@ -252,6 +258,7 @@ class Journal:
         if self._fd >= 0:
             self._closing = True
             self._dirty.set()
+            self._wake.set()
             self._syncer.join()
             os.fsync(self._fd)
             os.close(self._fd)  # releases the flock

@@ -126,12 +126,20 @@ def _collecting(items: Iterable[WorkItem], into: list[WorkItem]) -> Iterator[Wor
 
 
 def pacing_path(backend: Backend, journal_dir: str | Path | None = None) -> Path:
-    """``.sabre/pacing/<provider>+<model>+<endpoint>.json`` (next to ``journal_dir`` when given)."""
+    """``.sabre/pacing/<provider>+<model>+<endpoint>.json``: one budget per model and endpoint, whatever the job.
+
+    The main run's journal is ``.sabre/journal`` and the template runs' and audit repeats' are folders
+    inside it (``journal/prompts/<template>``, ``journal/audit/r<n>``): every one of them paces in the
+    ``pacing`` folder beside the main journal, so a model's main run, template runs and repeats at once
+    share one ceiling and one pace against the provider's one limit.  A journal folder outside any
+    ``.sabre/journal`` (tests, a custom layout) paces in the ``pacing`` folder beside it."""
     from .ratelimit import state_path
 
-    root = Path(journal_dir).parent / "pacing" if journal_dir is not None else Path(C.JOURNAL_DIR).parent / "pacing"
-    return state_path(root, getattr(backend, "provider_name", "api"), str(getattr(backend, "model_id", backend.name)),
-                      getattr(backend, "base_url", None))  # fmt: skip
+    jdir = Path(journal_dir) if journal_dir is not None else Path(C.JOURNAL_DIR)
+    main = Path(C.JOURNAL_DIR).parts
+    root = next((d for d in (jdir, *jdir.parents) if d.parts[-len(main):] == main), jdir)
+    return state_path(root.parent / "pacing", getattr(backend, "provider_name", "api"),
+                      str(getattr(backend, "model_id", backend.name)), getattr(backend, "base_url", None))  # fmt: skip
 
 
 def _prepare(
@@ -231,12 +239,12 @@ def _run(
     journal = Journal(journal_path(model, split, journal_dir=journal_dir)) if backend.kind != "offline" else None
     runner: Any = Engine
     extra: dict[str, Any] = {}
-    if config.batch.enabled:  # provider batch API (sabre_prior.inference.batch)
+    if backend.kind == "api":  # one pacing state per provider and model, shared by all its jobs
+        extra["pacing"] = pacing_path(backend, journal_dir)
+    if config.batch.enabled:  # provider batch API (sabre_prior.inference.batch; its synchronous retries pace)
         from .batch import BatchEngine as runner
 
         extra["batch"] = config.batch
-    elif backend.kind == "api":  # one pacing state per provider and model, shared by the model's split jobs
-        extra["pacing"] = pacing_path(backend, journal_dir)
     try:
         engine = runner(
             backend,

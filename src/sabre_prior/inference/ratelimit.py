@@ -1,10 +1,14 @@
 """Pacing calls to the provider's limit: one budget per model, shared by every process.
 
 What a provider limits is an organisation's requests and tokens per minute for one
-model, not one job; the four split jobs of a model (Snakemake or ``dvc repro`` run
-them at once) therefore share one *pacing state*, a small JSON file
-``.sabre/pacing/<provider>+<model>+<endpoint hash>.json`` read and written under an
-``fcntl`` lock.  It holds
+model, not one job; every job of a model therefore shares one *pacing state*, a small JSON
+file ``.sabre/pacing/<provider>+<model>+<endpoint hash>.json`` read and written under an
+``fcntl`` lock: its split jobs, which run at once (``snakemake`` runs them in parallel, and
+``dvc repro`` runs the pipeline through Snakemake too: one stage whose command is
+``snakemake``), and its template runs (``sabre prompt-run``), audit repeats (``sabre
+audit-run``) and the synchronous retries of a provider batch, whose journals lie elsewhere
+(``inference.predict.pacing_path``).  A job started later, or the next run, finds what the
+earlier ones learned (until the state is :data:`STALE_S` old).  It holds
 
 * the **window**: how many requests may be in flight for the model, over all its
   processes, between 1 and the configured ``concurrency`` (the ceiling).  Each
@@ -19,7 +23,9 @@ them at once) therefore share one *pacing state*, a small JSON file
   success adds back a little (additive increase).  Without any header (Gemini) the
   rate starts unpaced and is set from the rate actually achieved at the first 429;
 * ``remaining`` headers: a response saying no request (or no token) is left stops
-  new requests until the documented reset;
+  new requests until the documented reset; a 429 stops them for its wait (``Retry-After``,
+  else the reset its headers name, :func:`outcomes.retry_after_from_headers`), and no
+  longer: the refused requests are retried first when it is over (``RateLimiter.slot(retry=True)``);
 * the **holders**: requests in flight per process id.  A killed process's slots are
   dropped by the next process that finds its pid gone, so nothing leaks.
 
@@ -357,8 +363,8 @@ def release(
     elif outcome == "limited":
         st["limited"] += 1
         st["slow_start"] = False
-        if st["window"] is None:
-            st["window"] = 1.0
+        if st["window"] is None:  # the first answer is a 429: its headers may tell the limit all the same
+            st["window"] = float(ceiling) if known else 1.0
         if known:
             _limited_known(st, now, configured_rate)
         else:
@@ -555,6 +561,17 @@ class Ticket:
         self.outcome, self.headers, self.retry_after, self.tokens = outcome, headers, retry_after, tokens
 
 
+class _NoTurn:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_no_turn = _NoTurn()
+
+
 class RateLimiter:
     """The pacing of one engine run (its workers), on a shared or an in-memory state."""
 
@@ -575,13 +592,40 @@ class RateLimiter:
         self._tpm = TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
         self._turn = asyncio.Lock()  # one worker at a time asks the shared state
         self._released = asyncio.Event()
+        #: answers not yet given back to the shared state: the next acquire gives them back under the
+        #: same lock (one read-modify-write of the state a call, not two), else a timer POLL_S later
+        self._pending: list[Callable[[dict[str, Any]], None]] = []
+        self._flush_at: asyncio.TimerHandle | None = None
+
+    def _update(self, fn: Callable[[dict[str, Any], float], Any]) -> Any:
+        """``fn`` on the shared state, after the answers pending."""
+        pending, self._pending = self._pending, []
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
+
+        def both(st: dict[str, Any], now: float) -> Any:
+            for give_back in pending:
+                give_back(st)
+            return fn(st, now)
+
+        return self.store.update(both)
+
+    def flush(self) -> None:
+        """Give back the answers pending now."""
+        if self._pending:
+            self._update(lambda st, now: None)
 
     @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[Ticket]:
-        """Hold one request slot of the model's shared window, paced; say how it went on the ticket."""
-        async with self._turn:
+    async def slot(self, tokens: int = 0, *, retry: bool = False) -> AsyncIterator[Ticket]:
+        """Hold one request slot of the model's shared window, paced; say how it went on the ticket.
+
+        New requests ask the shared state one at a time, in turn; a ``retry`` (its wait over: a 429's
+        reset, a back-off) goes past that queue, so that a refused question is sent again as soon as the
+        limit allows, not behind every question read since."""
+        async with self._turn if not retry else _no_turn:
             while True:
-                wait, started = self.store.update(
+                wait, started = self._update(
                     lambda st, now: (acquire(st, self.me, now, self.ceiling, self.configured_rate), now)
                 )
                 if wait <= 0:
@@ -589,8 +633,9 @@ class RateLimiter:
                 self._released.clear()
                 if wait <= POLL_S:  # the window is full: a release here wakes us, one elsewhere is polled
                     try:
-                        await asyncio.wait_for(self._released.wait(), wait)
-                    except asyncio.TimeoutError:
+                        async with asyncio.timeout(wait):
+                            await self._released.wait()
+                    except TimeoutError:
                         pass
                 else:
                     await asyncio.sleep(wait)
@@ -606,13 +651,17 @@ class RateLimiter:
         finally:
             if ticket.outcome == "limited":
                 self.rate_limited += 1
-            info = rate_info(ticket.headers)
-            self.store.update(
-                lambda st, now: release(
-                    st, self.me, now, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
-                    tokens=ticket.tokens, configured_rate=self.configured_rate, started=started,
-                )
-            )  # fmt: skip
+            info, at = rate_info(ticket.headers), self.store.clock()
+
+            def give_back(st: dict[str, Any]) -> None:
+                release(st, self.me, at, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
+                        tokens=ticket.tokens, configured_rate=self.configured_rate, started=started)  # fmt: skip
+
+            self._pending.append(give_back)
+            if ticket.outcome != "ok":  # a 429 (its pause) or an error: at once
+                self.flush()
+            elif self._flush_at is None:
+                self._flush_at = asyncio.get_running_loop().call_later(POLL_S, self.flush)
             self._released.set()
 
     def settle(self, estimated: int, actual: int | None) -> None:
@@ -621,4 +670,5 @@ class RateLimiter:
             self._tpm.give_back(estimated - actual)
 
     def close(self) -> None:
+        self.flush()
         self.store.close()

@@ -49,7 +49,7 @@ def anthropic_image_tokens(w: float, h: float) -> int:
 class AnthropicBackend(ApiBackend):
     provider: ClassVar[str] = "anthropic"
     sdk_module: ClassVar[str] = "anthropic"
-    runtime_module: ClassVar[str] = "httpx2"
+    runtime_module: ClassVar[str] = "aiohttp"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"thinking_budget", "reasoning_effort"})

@@ -294,7 +294,7 @@ class ApiBackend(Backend):
     kind: ClassVar[str] = "api"
     provider: ClassVar[str] = "api"
     sdk_module: ClassVar[str] = ""
-    #: the module plain calls need, when not the SDK (the lean HTTP client of models/http.py: httpx2)
+    #: the module plain calls need, when not the SDK (the lean HTTP client of models/http.py: aiohttp)
     runtime_module: ClassVar[str] = ""
     #: settings this backend accepts besides the common ones (others are errors)
     extra_settings: ClassVar[frozenset[str]] = frozenset()

@@ -1,6 +1,6 @@
 """Google Gemini: ``models.generateContent`` over the lean HTTP client, as the ``google-genai`` SDK sends it.
 
-The plain calls go over :class:`~.http.JsonHttp` (``httpx2``) with the JSON body the installed
+The plain calls go over :class:`~.http.JsonHttp` (``aiohttp``) with the JSON body the installed
 ``google-genai`` SDK builds (``aio.models.generate_content``: its request converters and pydantic's
 URL-safe base64 for the image bytes, which the API accepts like standard base64 under proto3's JSON
 mapping), to ``{base_url}/{api_version}/models/{model}:generateContent`` with the
@@ -88,7 +88,7 @@ def map_gemini_error(exc: BaseException) -> CallError:
 class GeminiBackend(ApiBackend):
     provider: ClassVar[str] = "gemini"
     sdk_module: ClassVar[str] = "google.genai"
-    runtime_module: ClassVar[str] = "httpx2"
+    runtime_module: ClassVar[str] = "aiohttp"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     #: google-genai reads it too (``_base_url.py``)
     base_url_env: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"

@@ -4,23 +4,30 @@ Importing the official SDKs costs about a second of start-up (``openai.types``
 alone builds hundreds of pydantic models; measured with ``python -X importtime``,
 docs/performance.md), more than the whole budget for the first request.  For one
 ``POST`` per question the SDKs add nothing the engine does not do itself (the
-engine retries, times out, classifies errors and paces), so the OpenAI and
-Anthropic backends speak the documented REST protocol here, over ``httpx2``:
-the very transport the installed ``openai`` and ``anthropic`` SDKs use
-(``openai/_base_client.py``: ``import httpx2``), with the same connection pool,
-proxy variables (``trust_env``) and TLS defaults.  The SDKs remain in use for
-the provider batch APIs (``models/batch_*.py``); Gemini's plain calls come here too
-(``gemini_backend.py``: the body google-genai builds, over this client).
+engine retries, times out, classifies errors and paces), so the OpenAI, Anthropic
+and Gemini backends speak the documented REST protocol here.
+
+The transport is ``aiohttp``'s client (https://docs.aiohttp.org/en/stable/client_reference.html):
+one ``ClientSession`` with a ``TCPConnector`` of ``concurrency`` connections.  It spends about
+1 ms less CPU per call than ``httpx2`` (the SDKs' transport, used here before: its pool, ``anyio``
+and ``h11`` layers were half of ``sabre predict``'s CPU per call on a busy machine,
+docs/performance.md), and it is what a bare client of the same calls uses
+(``benchmarks/bare_client.py``).  As the SDKs do, it goes through the proxy the environment names
+(``HTTP(S)_PROXY``, ``NO_PROXY``: :func:`_proxy_for`, read once, where aiohttp's ``trust_env`` would
+look it up and read ``~/.netrc`` in a thread for every request: a third of the CPU per call) and
+verifies TLS with the context a default ``httpx2`` client builds (:func:`_tls_context`: the same
+CA store as the SDKs).  The SDKs
+remain in use for the provider batch APIs (``models/batch_*.py``).
 
 Every answer comes back with its status, its headers (for the rate-limit
-headers, :mod:`sabre_prior.inference.ratelimit`) and its body bytes.
+headers, :mod:`sabre_prior.inference.ratelimit`; a case-insensitive mapping) and its body bytes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -53,58 +60,72 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context(verify=True, trust_env=True)
 
 
-class JsonHttp:
-    """Async ``POST``\\ s of JSON bodies to one base URL, over a few small ``httpx2`` pools.
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (None: none, or ``NO_PROXY`` covers its host), as
+    the standard library reads ``<scheme>_proxy`` and ``no_proxy``
+    (https://docs.python.org/3/library/urllib.request.html#urllib.request.getproxies, ``proxy_bypass``)."""
+    import urllib.request
+    from urllib.parse import urlsplit
 
-    httpx's pool scans every connection for each request, so one pool of 64
-    connections costs about 1 ms of CPU per call; ``connections_per_pool``
-    connections per pool (8: measured at 200 requests per second, docs/performance.md), pools used in turn, keep that flat.
-    The pools share one TLS context (:func:`_tls_context`): each client building its own costs ~21 ms,
-    eight pools (concurrency 64) ~0.17 s before the first request.
+    parts = urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if proxy is None or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
+
+
+class JsonHttp:
+    """Async ``POST``\\ s of JSON bodies to one base URL, over one ``aiohttp`` session.
+
+    :meth:`prepare` (the engine runs it in a worker thread before the first call) imports aiohttp
+    and builds the TLS context of an ``https`` URL (~21 ms); the session itself is made on the
+    engine's event loop, at the first :meth:`post` (aiohttp binds it to the running loop).
     """
 
-    def __init__(
-        self, base_url: str, headers: Mapping[str, str], *, timeout_s: float, concurrency: int, connections_per_pool: int = 8
-    ) -> None:
+    def __init__(self, base_url: str, headers: Mapping[str, str], *, timeout_s: float, concurrency: int) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = dict(headers)
         self.timeout_s = timeout_s
-        self.pools = max(1, math.ceil(max(1, concurrency) / connections_per_pool))
-        self.per_pool = max(1, min(concurrency, connections_per_pool))
-        self._clients: list[Any] = []
-        self._turn = 0
-
-    def _make(self) -> Any:
-        import httpx2
-
-        return httpx2.AsyncClient(
-            base_url=self.base_url,
-            headers=self.headers,
-            verify=_tls_context(),
-            timeout=httpx2.Timeout(self.timeout_s),
-            limits=httpx2.Limits(max_connections=self.per_pool, max_keepalive_connections=self.per_pool),
-            follow_redirects=False,
-        )
+        self.concurrency = max(1, concurrency)
+        self._tls: ssl.SSLContext | None = None
+        self._session: Any = None
 
     def prepare(self) -> None:
-        while len(self._clients) < self.pools:
-            self._clients.append(self._make())
+        import aiohttp  # noqa: F401  (the import, off the event loop)
+
+        if self._tls is None and self.base_url.startswith("https:"):
+            self._tls = _tls_context()
+
+    def _open(self) -> Any:
+        import aiohttp
+
+        self.prepare()
+        # https://docs.aiohttp.org/en/stable/client_reference.html#aiohttp.TCPConnector (limit: connections
+        # at once; ssl: the context to verify with) and #aiohttp.ClientSession (proxy: the session's proxy;
+        # timeout: ClientTimeout(total=...) per request)
+        connector = aiohttp.TCPConnector(limit=self.concurrency, ssl=self._tls if self._tls is not None else True)
+        return aiohttp.ClientSession(
+            headers=self.headers,
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            proxy=_proxy_for(self.base_url),
+        )
 
     async def post(self, path: str, body: bytes, headers: Mapping[str, str] | None = None) -> HttpAnswer:
-        import httpx2
+        import aiohttp
 
-        if not self._clients:
-            self.prepare()
-        self._turn += 1
-        client = self._clients[self._turn % len(self._clients)]
+        if self._session is None:
+            self._session = self._open()
         try:
-            resp = await client.post(path, content=body, headers=headers)
-        except httpx2.TimeoutException as exc:
+            async with self._session.post(self.base_url + path, data=body, headers=headers, allow_redirects=False) as resp:
+                data = await resp.read()
+        except asyncio.TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
             raise CallError(f"request timed out ({type(exc).__name__})", retryable=True, kind="timeout") from None
-        except httpx2.TransportError as exc:  # connect, read, write, remote protocol errors
+        except aiohttp.ClientError as exc:  # connect, read, payload, server disconnected
             raise CallError(f"connection failed ({type(exc).__name__}: {exc})", retryable=True, kind="connection") from None
-        return HttpAnswer(resp.status_code, resp.headers, resp.content)
+        return HttpAnswer(resp.status, resp.headers, data)
 
     async def aclose(self) -> None:
-        while self._clients:
-            await self._clients.pop().aclose()
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()

@@ -80,7 +80,7 @@ def qwen_vl_image_tokens(w: float, h: float) -> int:
 class OpenAIBackend(ApiBackend):
     provider: ClassVar[str] = "openai"
     sdk_module: ClassVar[str] = "openai"
-    runtime_module: ClassVar[str] = "httpx2"
+    runtime_module: ClassVar[str] = "aiohttp"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     extra_settings: ClassVar[frozenset[str]] = frozenset({"reasoning_effort", "max_tokens_field", "image_detail"})
