@@ -272,12 +272,24 @@ def test_all_correct_and_all_missing(bench: tuple[Path, Path], tmp_path: Path) -
     data_dir, pred_dir = bench
     gold = [json.dumps({"id": r["id"], "prediction": r["answer"]}) for r in _rows("context")]
     write_preds(pred_dir, "context", gold)
-    write_preds(pred_dir, "texture", [])
-    metrics = evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["context", "texture"])
+    empty = write_preds(pred_dir, "texture", [])
+    # an empty file is an unfinished predict step, not a model that answered nothing (issue 33)
+    with pytest.raises(PredictionFileError, match=f"{empty}: holds no prediction for any of the split's 8 questions"):
+        evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["context", "texture"])
+    assert not (tmp_path / "m.json").exists()
+    # ... unless the provider refused every question: then each is missing and scored as wrong
+    usage_dir = tmp_path / "usage"
+    usage_dir.mkdir()
+    (usage_dir / "context.json").write_text(json.dumps({"refused_ids": {}}))
+    ids = [r["id"] for r in _rows("texture")]
+    (usage_dir / "texture.json").write_text(json.dumps({"refused_ids": dict.fromkeys(ids, "content_filter")}))
+    metrics = evaluate_predictions(
+        pred_dir, data_dir, tmp_path / "m.json", splits=["context", "texture"], usage_dir=usage_dir
+    )
     assert metrics["context"]["accuracy"] == 1.0 and metrics["context"]["missing"] == 0
     assert metrics["texture"] == {
-        "accuracy": 0.0, "correct": 0, "total": 2, "missing": 8, "question_accuracy": 0.0,
-        "probe_accuracy": dict.fromkeys(C.PROBES["texture"], 0.0), **_outcomes(8, failed=8),
+        "accuracy": 0.0, "correct": 0, "total": 2, "missing": 8, "refused": 8, "question_accuracy": 0.0,
+        "probe_accuracy": dict.fromkeys(C.PROBES["texture"], 0.0), **_outcomes(8, refused=8),
     }  # fmt: skip
 
 
@@ -487,10 +499,8 @@ def test_bad_data(tmp_path: Path, split: str, rows: list[dict[str, Any]], fragme
     if rows:
         path = write_split(data_dir, split, rows)
     else:
-        data_dir.mkdir()
-        path = data_dir / f"{split}.parquet"
-        schema = pa.schema([("id", pa.string()), ("answer", pa.string()), ("eval_type", pa.string())])
-        pq.write_table(schema.empty_table(), path)
+        path = write_split(data_dir, split, _rows(split))
+        pq.write_table(pq.read_table(path).slice(0, 0), path)  # the split's columns, no row
     write_preds(tmp_path / "p", split, [])
     with pytest.raises(DataError) as info:
         evaluate_predictions(tmp_path / "p", data_dir, tmp_path / "m.json", splits=[split])

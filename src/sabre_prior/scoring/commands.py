@@ -33,7 +33,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
         usage_dir=Path(args.usage) if args.usage else None,
     )
-    print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
+    missing = [f"{s} {metrics[s][C.M_MISSING]}" for s in metrics if s != C.M_MACRO and metrics[s][C.M_MISSING]]
+    lacking = f" (questions without a prediction, scored as wrong: {', '.join(missing)})" if missing else ""
+    print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}{lacking}")
     return 0
 
 

@@ -15,7 +15,9 @@ Prediction files, decided and checked here:
 * extra keys are ignored; a ``prediction`` that is null or not a string is
   scored as the contract does (``str()``, null -> empty text);
 * a question with no line is *missing*: scored as wrong, counted in the
-  split's ``missing`` and reported with a warning.  With the usage summaries
+  split's ``missing`` and reported with a warning and in the command's summary line; a file with
+  no line at all (a predict step that did not finish, a file emptied) is an error, unless the usage
+  summary lists every question as refused by the provider.  With the usage summaries
   (``usage_dir``, written by ``sabre predict``), the missing questions the
   provider refused are also counted in ``refused``.
 
@@ -324,6 +326,14 @@ def evaluate_predictions(
             usage_file = Path(usage_dir) / f"{split}.json"
             refused, truncated = usage_ids(usage_file, "refused_ids"), usage_ids(usage_file, "truncated_ids")
         all_traces[split] = trace_rows(rows, preds, split, data_path, refused=refused, truncated=truncated)
+        if not preds and not {r[C.COL_ID] for r in rows} <= refused:
+            pred_path = pred_dir / f"{split}.jsonl"
+            raise PredictionFileError(
+                f"{pred_path}: holds no prediction for any of the split's {len(rows)} questions"
+                + (" (the usage summary does not list them all as refused)" if usage_dir is not None else "")
+                + ": the predict step did not finish, or the file was emptied; run `sabre predict` for this "
+                "model and split again (in the pipeline: delete the file and run `snakemake`); nothing was written"
+            )
         metrics[split] = split_metrics(all_traces[split], split)
         if usage_dir is not None:
             missing_ids = {t["id"] for t in all_traces[split] if t["missing"]}
