@@ -591,3 +591,25 @@ def test_truncated_answers_are_told_apart(bench: tuple[Path, Path], tmp_path: Pa
     )
     outcome = {t["id"]: t["outcome"] for t in read_jsonl(tmp_path / "t" / "attribute.jsonl")}
     assert [outcome[r["id"]] for r in rows] == ["correct", "truncated", "wrong", "failed", "failed"]
+
+
+def test_the_headline_is_what_dvc_metrics_show_prints_in_a_terminals_width(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    """`dvc metrics show` on the full metrics files printed ~60 columns a model (issue 33): the headline
+    file holds the macro accuracy and each split's accuracy only, in percent as the main table has them."""
+    data_dir, pred_dir = bench
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "--no-scm", "-q"], cwd=repo, check=True)
+    for model in ("claude-4.6", "b"):
+        args = ["evaluate", "--predictions", str(pred_dir), "--data", str(data_dir), "--output", str(tmp_path / f"{model}.json"),
+                "--headline", str(repo / "results" / "headline" / f"{model}.json")]  # fmt: skip
+        assert main(args) == 0
+    metrics = json.loads((tmp_path / "b.json").read_text())
+    shown = json.loads((repo / "results/headline/b.json").read_text())
+    assert shown == {"macro": round(100 * metrics["macro_accuracy"], 1),
+                     **{s: round(100 * metrics[s]["accuracy"], 1) for s in C.SPLITS}}  # fmt: skip
+    proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), "metrics", "show", "results/headline/claude-4.6.json",
+                           "results/headline/b.json"], cwd=repo, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].split() == ["Path", "attribute", "context", "language", "macro", "texture"], proc.stdout
+    assert max(map(len, lines)) <= 100, proc.stdout

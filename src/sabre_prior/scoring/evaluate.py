@@ -348,3 +348,15 @@ def evaluate_predictions(
         write_jsonl(traces_dir / f"{split}.jsonl", traces)
     write_json(output, metrics)
     return metrics
+
+
+def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The few numbers ``dvc metrics show`` shows for a model, one row a model within a terminal's
+    width (about 85 columns with the four splits): the macro accuracy and each split's accuracy, in
+    percent with one decimal as in the main table. Each split's n is the data's, the same in every
+    row: it is in the main table and the metrics file, with everything else."""
+    out: dict[str, Any] = {"macro": round(100 * float(metrics[C.M_MACRO]), 1)}
+    for split in C.SPLITS:
+        if split in metrics:
+            out[split] = round(100 * float(metrics[split][C.M_ACCURACY]), 1)
+    return out
