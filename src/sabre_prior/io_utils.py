@@ -49,7 +49,7 @@ def not_writable_message(path: str | Path, exc: OSError) -> str:
     folder = p.parent or Path(".")
     if exc.errno == errno.EROFS:
         fix = f"the file system holding {folder} is mounted read-only: remount it read-write or write elsewhere"
-    elif exc.errno in (errno.ENOTDIR, errno.EISDIR):
+    elif exc.errno in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
         fix = f"{p} or a folder above it is of the wrong kind (a file where a folder must be, or the reverse): move it away"
     else:
         fix = f"make the folder {folder} writable for you (e.g. chmod u+w {folder}) or write elsewhere"
@@ -62,7 +62,7 @@ def not_writable_message(path: str | Path, exc: OSError) -> str:
 def _write_error(p: Path, exc: OSError) -> SabreError | None:
     if exc.errno in NO_SPACE:
         return DiskFullError(disk_full_message(p, exc))
-    if exc.errno in NOT_WRITABLE:
+    if exc.errno in NOT_WRITABLE or exc.errno == errno.EEXIST:  # EEXIST: a file where the folder must be
         return WriteError(not_writable_message(p, exc))
     return None
 
@@ -124,12 +124,16 @@ def write_text(path: str | Path, text: str) -> None:
         fh.write(text)
 
 
-def read_json_file(path: str | Path, *, missing: str, error: type[SabreError] = DataError) -> Any:
-    """The JSON content of ``path``; errors name the file (``"<path>: <missing>"`` when it is absent)."""
+def read_json_file(path: str | Path, *, missing: str, error: type[SabreError] = DataError, mapping: bool = False) -> Any:
+    """The JSON content of ``path``; errors name the file (``"<path>: <missing>"`` when it is absent);
+    ``mapping``: the content must be a JSON object."""
     p = Path(path)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{p}: {missing}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise error(f"{p}: not valid JSON: {exc}") from None
+    if mapping and not isinstance(data, dict):
+        raise error(f"{p}: not a JSON object (it holds a {type(data).__name__}); make it again with the command that writes it")
+    return data

@@ -184,7 +184,7 @@ def served_versions(usage_dir: Path, splits: Sequence[str]) -> dict[str, int]:
     for split in splits:
         path = usage_dir / f"{split}.json"
         if path.is_file():
-            for version, n in (read_json_file(path, missing="usage summary not found").get("served") or {}).items():
+            for version, n in (read_json_file(path, missing="usage summary not found", mapping=True).get("served") or {}).items():
                 served[version] = served.get(version, 0) + int(n)
     return dict(sorted(served.items()))
 

@@ -9,6 +9,7 @@ files it was computed from (:func:`data_identity`), never from ``params.yaml``, 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,9 @@ def open_split(path: str | Path, **options: Any) -> pq.ParquetFile:
             raise DataError(f"{p}: the split file is empty (0 bytes); {_REFETCH.format(p=p)}")
         pf = pq.ParquetFile(p, **options)
     except PermissionError as exc:
-        raise DataError(f"{p}: cannot be read ({exc.strerror or exc}): give yourself read access (chmod u+r {p})") from None
+        raise DataError(
+            f"{p}: cannot be read ({os.strerror(exc.errno) if exc.errno else exc}): give yourself read access (chmod u+r {p})"
+        ) from None
     except (OSError, pa.ArrowException) as exc:
         raise DataError(
             f"{p}: not a readable Parquet file (truncated, or not Parquet: {exc}); {_REFETCH.format(p=p)}"

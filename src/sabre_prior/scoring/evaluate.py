@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 from .. import contracts as C
 from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
-from ..io_utils import write_json, write_jsonl
+from ..io_utils import read_json_file, write_json, write_jsonl
 from ..options import options_mapping
 from .contract import resolve_eval_type, score
 from .pairs import group_pairs, pair_correct
@@ -275,13 +275,8 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
 
 def usage_ids(usage_path: Path, key: str) -> set[str]:
     """Question ids a usage summary lists under ``key`` (none when it has no such list)."""
-    try:
-        data = json.loads(usage_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{usage_path}: usage summary not found (written by `sabre predict`)") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{usage_path}: not valid JSON ({exc})") from None
-    ids = data.get(key) if isinstance(data, dict) else None
+    data = read_json_file(usage_path, missing="usage summary not found (written by `sabre predict`)", mapping=True)
+    ids = data.get(key)
     return {str(i) for i in ids} if isinstance(ids, (dict, list)) else set()
 
 
