@@ -243,7 +243,7 @@ def tiny_vlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the SLURM run that must equal it). The directory holds ``model/`` (the checkpoint) and
     ``local/`` (the finished run).
     Shared and read-only: copy what you change."""
-    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    pytest.importorskip("transformers", reason="the local-model stack (bash scripts/install.sh --local) is not installed")
     import importlib.util
 
     def build(root: Path) -> None:
