@@ -128,8 +128,11 @@ def assert_refused(project: Path, argv: list[str], file: str, says: str, capsys:
     assert digests(project) == before, "a file under data/ or results/ changed"
 
 
-@pytest.mark.parametrize("how", list(PARQUET_SAYS))
-@pytest.mark.parametrize("stage", READS_SPLITS)
+@pytest.mark.parametrize(
+    ("stage", "how"),
+    # `sabre tables` reads a split's recorded source only (schema metadata): its columns do not matter to it
+    [(stage, how) for stage in READS_SPLITS for how in PARQUET_SAYS if (stage, how) != ("tables", "columns_missing")],
+)
 def test_a_broken_parquet_split(project: Path, stage: str, how: str, capsys: pytest.CaptureFixture[str]) -> None:
     BREAK[how](project / SPLIT)
     assert_refused(project, stage_argv(stage), SPLIT, PARQUET_SAYS[how], capsys)
