@@ -3,6 +3,8 @@
 #   bash scripts/install.sh          # the pipeline (demo, API backends, DVC)
 #   bash scripts/install.sh --test   # + test tools, local-model stack on CPU, SLURM plugin (in .venv/cluster),
 #                                    #   and (as root, with apt-get) chromium, slurm-wlm, munge
+#   bash scripts/install.sh --local  # + the local-model stack (transformers, accelerate, torch, torchvision) at the
+#                                    #   versions requirements-test.lock pins (CPU, or CUDA GPUs with PyPI's torch)
 #   bash scripts/install.sh --gpu    # the pinned GPU environment: vLLM with its torch, torchvision and
 #                                    #   transformers (requirements-gpu.lock; Linux x86_64, NVIDIA driver for CUDA 13)
 # Idempotent: re-running only installs what is missing.
@@ -10,12 +12,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_test=0
+want_local=0
 want_gpu=0
 for arg in "$@"; do
   case "$arg" in
     --test) want_test=1 ;;
+    --local) want_local=1 ;;
     --gpu) want_gpu=1 ;;
-    *) echo "usage: bash scripts/install.sh [--test] [--gpu]" >&2; exit 2 ;;
+    *) echo "usage: bash scripts/install.sh [--test] [--local] [--gpu]" >&2; exit 2 ;;
   esac
 done
 PIP_VERSION=26.3  # resolves the GPU lock from wheel metadata alone (tests/test_lock.py)
@@ -42,6 +46,11 @@ else
   uv_install -r requirements.lock
 fi
 uv_install --no-deps -e .
+if [ "$want_local" = 1 ] && [ "$want_gpu" = 0 ]; then
+  # the transformers backend's extra at the pins of the test lock (which resolves it with the pipeline's
+  # own pins: tests/test_lock.py); a bare `pip install -e '.[local]'` takes whatever is newest
+  uv_install -e '.[local]' -c requirements-test.lock
+fi
 # Byte code: pip compiles every file it installs, one at a time, and uv none. The packages just
 # installed (the pipeline's; with --gpu, the GPU stack) are compiled here on every core at once, so
 # that the pipeline's commands start fast even where PYTHONDONTWRITEBYTECODE=1 stops Python from

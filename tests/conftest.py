@@ -105,6 +105,61 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = out
 
 
+#: Seconds between two progress lines (see :func:`pytest_runtest_logreport`).
+PROGRESS_EVERY = float(os.environ.get("SABRE_TEST_PROGRESS_EVERY", "60"))
+_progress = {"start": 0.0, "last": 0.0, "done": 0, "failed": 0, "total": 0}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import time
+
+    _progress["start"] = _progress["last"] = time.monotonic()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    if not _progress["total"]:
+        _progress["total"] = len(ids)
+        _say(f"{len(ids):,} tests collected; a progress line each minute")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A progress line every minute, beside pytest's dots: under xdist the dots come only as tests
+    finish, and the longest tests run first (:data:`START_FIRST`), so a whole run (or a loaded
+    machine) could print nothing for many minutes, and a log read line by line shows no partial
+    line of dots (issue 33). Printed by the process that reports (the controller under xdist)."""
+    import time
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is not None:
+        return
+    _progress["failed"] += report.failed
+    if report.when != "teardown":
+        return
+    _progress["done"] += 1
+    now = time.monotonic()
+    if now - _progress["last"] >= PROGRESS_EVERY:
+        _progress["last"] = now
+        minutes, seconds = divmod(int(now - _progress["start"]), 60)
+        total = f" of {_progress['total']:,}" if _progress["total"] else ""
+        _say(f"[{minutes}:{seconds:02d}] {_progress['done']:,}{total} tests done, {_progress['failed']} failed")
+
+
+def _say(line: str) -> None:
+    if _REPORTER:  # on a line of its own (the dots leave the current line open)
+        _REPORTER[0].write("\n")
+        _REPORTER[0].write_line(line)
+
+
+_REPORTER: list = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        _REPORTER[:] = [reporter]
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: two workers per core, at most 8. Much of the suite waits (fake servers' latency,
     Snakemake/DVC subprocesses, retry back-offs), so a second worker per core fills the waits: on
@@ -205,7 +260,7 @@ def tiny_vlm_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the SLURM run that must equal it). The directory holds ``model/`` (the checkpoint) and
     ``local/`` (the finished run).
     Shared and read-only: copy what you change."""
-    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    pytest.importorskip("transformers", reason="the local-model stack (bash scripts/install.sh --local) is not installed")
     import importlib.util
 
     def build(root: Path) -> None:

@@ -71,3 +71,28 @@ def test_dvc_plots_needs_the_network_as_the_docs_say() -> None:
     for rel in ("README.md", "docs/troubleshooting.md"):
         assert "results/report/index.html" in text(rel) and "blank" in text(rel), rel
 
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_of_the_docs_points_to_a_file_and_heading_that_exist() -> None:
+    """results/README.md once sent readers to a README section that did not exist (issue 33)."""
+    pages = [ROOT / "README.md", ROOT / "results" / "README.md", ROOT / "data" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address or mailto:
+            file, _, anchor = target.partition("#")
+            dest = (page.parent / file).resolve() if file else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}: no such file")
+            elif anchor and dest.suffix == ".md":
+                text = dest.read_text(encoding="utf-8")
+                slugs = {_slug(h) for h in re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.M)}
+                if anchor not in slugs:
+                    broken.append(f"{page.relative_to(ROOT)}: {target}: no heading with that anchor")
+    assert not broken, "\n".join(broken)

@@ -272,12 +272,24 @@ def test_all_correct_and_all_missing(bench: tuple[Path, Path], tmp_path: Path) -
     data_dir, pred_dir = bench
     gold = [json.dumps({"id": r["id"], "prediction": r["answer"]}) for r in _rows("context")]
     write_preds(pred_dir, "context", gold)
-    write_preds(pred_dir, "texture", [])
-    metrics = evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["context", "texture"])
+    empty = write_preds(pred_dir, "texture", [])
+    # an empty file is an unfinished predict step, not a model that answered nothing (issue 33)
+    with pytest.raises(PredictionFileError, match=f"{empty}: holds no prediction for any of the split's 8 questions"):
+        evaluate_predictions(pred_dir, data_dir, tmp_path / "m.json", splits=["context", "texture"])
+    assert not (tmp_path / "m.json").exists()
+    # ... unless the provider refused every question: then each is missing and scored as wrong
+    usage_dir = tmp_path / "usage"
+    usage_dir.mkdir()
+    (usage_dir / "context.json").write_text(json.dumps({"refused_ids": {}}))
+    ids = [r["id"] for r in _rows("texture")]
+    (usage_dir / "texture.json").write_text(json.dumps({"refused_ids": dict.fromkeys(ids, "content_filter")}))
+    metrics = evaluate_predictions(
+        pred_dir, data_dir, tmp_path / "m.json", splits=["context", "texture"], usage_dir=usage_dir
+    )
     assert metrics["context"]["accuracy"] == 1.0 and metrics["context"]["missing"] == 0
     assert metrics["texture"] == {
-        "accuracy": 0.0, "correct": 0, "total": 2, "missing": 8, "question_accuracy": 0.0,
-        "probe_accuracy": dict.fromkeys(C.PROBES["texture"], 0.0), **_outcomes(8, failed=8),
+        "accuracy": 0.0, "correct": 0, "total": 2, "missing": 8, "refused": 8, "question_accuracy": 0.0,
+        "probe_accuracy": dict.fromkeys(C.PROBES["texture"], 0.0), **_outcomes(8, refused=8),
     }  # fmt: skip
 
 
@@ -487,10 +499,8 @@ def test_bad_data(tmp_path: Path, split: str, rows: list[dict[str, Any]], fragme
     if rows:
         path = write_split(data_dir, split, rows)
     else:
-        data_dir.mkdir()
-        path = data_dir / f"{split}.parquet"
-        schema = pa.schema([("id", pa.string()), ("answer", pa.string()), ("eval_type", pa.string())])
-        pq.write_table(schema.empty_table(), path)
+        path = write_split(data_dir, split, _rows(split))
+        pq.write_table(pq.read_table(path).slice(0, 0), path)  # the split's columns, no row
     write_preds(tmp_path / "p", split, [])
     with pytest.raises(DataError) as info:
         evaluate_predictions(tmp_path / "p", data_dir, tmp_path / "m.json", splits=[split])
@@ -581,3 +591,25 @@ def test_truncated_answers_are_told_apart(bench: tuple[Path, Path], tmp_path: Pa
     )
     outcome = {t["id"]: t["outcome"] for t in read_jsonl(tmp_path / "t" / "attribute.jsonl")}
     assert [outcome[r["id"]] for r in rows] == ["correct", "truncated", "wrong", "failed", "failed"]
+
+
+def test_the_headline_is_what_dvc_metrics_show_prints_in_a_terminals_width(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    """`dvc metrics show` on the full metrics files printed ~60 columns a model (issue 33): the headline
+    file holds the macro accuracy and each split's accuracy only, in percent as the main table has them."""
+    data_dir, pred_dir = bench
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run([str(Path(sys.executable).parent / "dvc"), "init", "--no-scm", "-q"], cwd=repo, check=True)
+    for model in ("claude-4.6", "b"):
+        args = ["evaluate", "--predictions", str(pred_dir), "--data", str(data_dir), "--output", str(tmp_path / f"{model}.json"),
+                "--headline", str(repo / "results" / "headline" / f"{model}.json")]  # fmt: skip
+        assert main(args) == 0
+    metrics = json.loads((tmp_path / "b.json").read_text())
+    shown = json.loads((repo / "results/headline/b.json").read_text())
+    assert shown == {"macro": round(100 * metrics["macro_accuracy"], 1),
+                     **{s: round(100 * metrics[s]["accuracy"], 1) for s in C.SPLITS}}  # fmt: skip
+    proc = subprocess.run([str(Path(sys.executable).parent / "dvc"), "metrics", "show", "results/headline/claude-4.6.json",
+                           "results/headline/b.json"], cwd=repo, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].split() == ["Path", "attribute", "context", "language", "macro", "texture"], proc.stdout
+    assert max(map(len, lines)) <= 100, proc.stdout

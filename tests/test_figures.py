@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +33,10 @@ NAMES = ["Random", "Always yes", "Always no", "World prior", "Claude 4.6", "Kimi
          "GPT-5.4", "Grok-4.3", "A rather long model display name", "m12", "m13", "m14", "m15"]  # fmt: skip
 
 
-def make_fixture(root: Path, n_models: int, splits: tuple[str, ...] = SPLITS) -> dict[str, Any]:
-    """Metrics (and interval) files for ``n_models`` models with distinct, known values."""
+def make_fixture(root: Path, n_models: int, splits: tuple[str, ...] = SPLITS, data: Path | None = None) -> dict[str, Any]:
+    """Metrics (and interval) files for ``n_models`` models with distinct, known values; the splits
+    are copied from ``data`` (the demo's: the figures' chance levels read their questions), else
+    one-row files that record their source only."""
     mdir, idir = root / "metrics", root / "intervals"
     mdir.mkdir(parents=True, exist_ok=True)
     idir.mkdir(parents=True, exist_ok=True)
@@ -61,7 +64,12 @@ def make_fixture(root: Path, n_models: int, splits: tuple[str, ...] = SPLITS) ->
         ivs["macro"] = {"estimate": m, "low": max(0.0, m - 0.04), "high": min(1.0, m + 0.04)}
         (mdir / f"{key}.json").write_text(json.dumps(doc), encoding="utf-8")
         (idir / f"{key}.json").write_text(json.dumps(ivs), encoding="utf-8")
-    write_split_files(root / "data", splits)  # fetched from the demo (schema metadata)
+    if data is None:
+        write_split_files(root / "data", splits)  # fetched from the demo (schema metadata)
+    else:
+        (root / "data").mkdir(parents=True, exist_ok=True)
+        for split in splits:
+            shutil.copy(data / f"{split}.parquet", root / "data" / f"{split}.parquet")
     return {"dataset": {"source": "demo"}, "splits": list(splits), "models": models}
 
 
@@ -269,8 +277,8 @@ def _run_cli(tmp_path: Path, outdir: Path, hashseed: str, intervals: bool) -> No
 
 
 @pytest.mark.slow  # renders every figure in fresh processes
-def test_files_valid_and_identical_across_processes(tmp_path: Path) -> None:
-    params = make_fixture(tmp_path, 4)
+def test_files_valid_and_identical_across_processes(tmp_path: Path, demo_parquet_dir: Path) -> None:
+    params = make_fixture(tmp_path, 4, data=demo_parquet_dir)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     _run_cli(tmp_path, tmp_path / "a", "1", intervals=True)
     _run_cli(tmp_path, tmp_path / "b", "2", intervals=True)
@@ -300,3 +308,155 @@ def test_files_valid_and_identical_across_processes(tmp_path: Path) -> None:
     # Without intervals: different pictures (no error bars), same file set.
     _run_cli(tmp_path, tmp_path / "c", "1", intervals=False)
     assert (tmp_path / "c" / "split_accuracy.png").read_bytes() != split_png.read_bytes()
+
+
+# ---------------------------------------------------------------------------
+# Figures say what the tables say (issue 33)
+# ---------------------------------------------------------------------------
+def _flag_split(root: Path, key: str, split: str, unparseable: int) -> None:
+    """``key``'s ``split``: ``unparseable`` of its 100 questions without an answer the contract reads."""
+    path = root / "metrics" / f"{key}.json"
+    doc = json.loads(path.read_text())
+    for s in SPLITS:
+        doc[s]["outcomes"] = {o: 0 for o in C.OUTCOMES} | {"correct": 100}
+    doc[split]["outcomes"] = {o: 0 for o in C.OUTCOMES} | {"unparseable": unparseable, "wrong": 100 - unparseable}
+    doc[split]["accuracy"], doc[split]["correct"] = 0.0, 0
+    path.write_text(json.dumps(doc))
+
+
+def _value_labels(ax: Any) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def test_a_bar_standing_for_a_flagged_split_carries_the_flag(tmp_path: Path) -> None:
+    """split_accuracy drew 0.0 for a split whose answers were all unparseable, with no marker, where the
+    table marks it: now the bar's value carries the tables' † and the legend says what it means."""
+    from sabre_prior.report.figures import probe_accuracy_figure
+
+    params = make_fixture(tmp_path, 3)
+    for key in params["models"]:
+        _flag_split(tmp_path, key, "attribute", 100 if key == "model_01" else 0)
+    results = load_results(params, tmp_path / "metrics")
+    fig = split_accuracy_figure(params, results, data_of(tmp_path, params))
+    labels = _value_labels(fig.axes[0])
+    assert labels.count("0.0 †") == 1, labels  # model_01's attribute bar
+    assert sum("†" in t for t in labels) == 2  # and its macro (24% of its questions are non-answers)
+    assert "†: more than 5% of the split's questions are non-answers" in fig.legends[0].get_title().get_text()
+    _assert_readable_layout(fig)
+    plotting.plt.close(fig)
+    _flag_split(tmp_path, "model_00", "context", 100)
+    fig = probe_accuracy_figure(params, load_results(params, tmp_path / "metrics"), data_of(tmp_path, params))
+    assert sum("†" in t for t in _value_labels(fig.axes[0])) == 5  # model_00's four probes and its strict pair
+    assert not any("†" in t for t in _value_labels(fig.axes[1]))  # texture: nothing flagged
+    plotting.plt.close(fig)
+
+
+def test_no_flag_where_no_split_is_flagged(tmp_path: Path) -> None:
+    params = make_fixture(tmp_path, 2)
+    for key in params["models"]:
+        _flag_split(tmp_path, key, "attribute", 5)  # 5 of 100: not above the 5% threshold
+    fig = split_accuracy_figure(params, load_results(params, tmp_path / "metrics"), data_of(tmp_path, params))
+    assert not any("†" in t for t in _value_labels(fig.axes[0]))
+    assert "†" not in fig.legends[0].get_title().get_text()
+    plotting.plt.close(fig)
+
+
+def test_every_group_has_its_chance_level(tmp_path: Path, demo_parquet_dir: Path) -> None:
+    """The reference line: what a uniform guess scores, from the questions of the data (strict pair:
+    four yes/no probes, 1/16)."""
+    from matplotlib.collections import LineCollection
+
+    from sabre_prior.report.figures import CHANCE_LABEL, chance_accuracy, probe_accuracy_figure
+
+    params = make_fixture(tmp_path, 2, data=demo_parquet_dir)
+    chance = chance_accuracy(tmp_path / "data", params["splits"])
+    assert chance["context"] == chance["texture"] == 1 / 16
+    assert 0 < chance["attribute"] < 1 and 0 < chance["language"] <= 1 / 2
+    assert chance["macro"] == sum(chance[s] for s in SPLITS) / 4
+    results = load_results(params, tmp_path / "metrics")
+    fig = split_accuracy_figure(params, results, data_of(tmp_path, params), chance)
+    lines = [c for c in fig.axes[0].collections if isinstance(c, LineCollection) and c.get_linestyle()[0][1] is not None]
+    levels = sorted(round(float(seg[0][1]), 6) for c in lines for seg in c.get_segments())
+    assert levels == sorted(round(100 * chance[c], 6) for c in [*SPLITS, "macro"])
+    assert CHANCE_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
+    plotting.plt.close(fig)
+    fig = probe_accuracy_figure(params, results, data_of(tmp_path, params), chance)
+    for ax in fig.axes:
+        segs = [round(float(s[0][1]), 6) for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+        assert sorted(segs) == [6.25, 50.0, 50.0, 50.0, 50.0]  # each yes/no probe 50%, the strict pair 1/16
+    plotting.plt.close(fig)
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    """sRGB hex -> CIE L*a*b* (D65)."""
+    rgb = [int(hex_colour.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def test_colour_means_the_model_alone() -> None:
+    """Outcomes and templates are never drawn in a model's colour, nor in one near it (the outcome
+    colours were within 1.4-3.2 CIE76 units of model colours); the report's badges use the same."""
+    import math
+
+    from sabre_prior.analysis.diagnostics import CLASS_COLORS, PAIR_CLASSES
+    from sabre_prior.report import style
+
+    models = [_lab(c) for c in style.PALETTE]
+    others = {**{f"outcome {k}": v for k, v in style.OUTCOME_COLORS.items()}, "template": style.TEMPLATE_COLOR}
+    for what, colour in others.items():
+        nearest = min(math.dist(_lab(colour), m) for m in models)
+        assert nearest >= 30, f"{what} {colour} is {nearest:.1f} from a model colour"
+    outcome = list(style.OUTCOME_COLORS.values())
+    assert min(math.dist(_lab(a), _lab(b)) for i, a in enumerate(outcome) for b in outcome[i + 1 :]) >= 20
+    assert CLASS_COLORS == {c: style.OUTCOME_COLORS[c] for c in PAIR_CLASSES}
+    css = (Path(__file__).resolve().parents[1] / "src/sabre_prior/resources/report.css").read_text()
+    for cls, colour in style.OUTCOME_COLORS.items():
+        assert re.search(rf"\.badge\.{cls} {{ background: {colour};", css), cls
+
+
+def test_prompt_sensitivity_has_a_title_n_and_its_reference(tmp_path: Path) -> None:
+    from sabre_prior.analysis.robustness import SENSITIVITY_TITLE, draw_sensitivity, one_template_text
+    from sabre_prior.report import style
+
+    def entry(template: str, estimate: float, diff: float) -> dict[str, Any]:
+        return {"template": template, "main": template == "screening_v1", "questions": 30, "nonanswer": 0,
+                "macro": {"estimate": estimate, "low": estimate - 0.1, "high": estimate + 0.1},
+                "difference": {"estimate": diff, "low": diff - 0.05, "high": diff + 0.05}}  # fmt: skip
+
+    captured: list[Any] = []
+    real_save = plotting.save_figure
+
+    def keep(fig: Any, outdir: Path, stem: str) -> list[Path]:
+        fig.canvas.draw()
+        captured.append(([t.get_text() for t in fig.texts], fig._suptitle.get_text() if fig._suptitle else "",
+                         [ax for ax in fig.axes], [line for ax in fig.axes for line in ax.get_lines()]))  # fmt: skip
+        return real_save(fig, outdir, stem)
+
+    plotting.save_figure = keep  # draw_sensitivity imports it from the module when it runs
+    try:
+        one = {"m": [entry("screening_v1", 0.4, 0.0)]}
+        paths = draw_sensitivity(one, {"m": "M"}, tmp_path / "one")
+        texts, title, axes, _ = captured[-1]
+        assert title == SENSITIVITY_TITLE and one_template_text("screening_v1") in texts
+        assert "nothing to compare" in one_template_text("screening_v1") and not axes  # no plot of zeros
+        assert {p.suffix for p in paths} == {".png", ".pdf"} and all(p.stat().st_size for p in paths)
+        two = {m: [entry("screening_v1", 0.4, 0.0), entry("direct_v1", 0.3, -0.1)] for m in ("a", "b")}
+        draw_sensitivity(two, {"a": "A", "b": "B"}, tmp_path / "two")
+        texts, title, axes, lines = captured[-1]
+        assert title == f"{SENSITIVITY_TITLE}\nn = 30 questions per model and template"
+        reference = [ln for ln in lines if ln.get_label() == "main template (screening_v1)"]
+        assert len(reference) == 1 and list(reference[0].get_xdata()) == [0, 0]
+        markers = [ln for ln in lines if ln.get_marker() not in (None, "None", "", "|", "_")]  # not the error bars' caps
+        assert {ln.get_color() for ln in markers} == {style.TEMPLATE_COLOR}
+        assert len({ln.get_marker() for ln in markers}) == 2  # one shape a template
+    finally:
+        plotting.save_figure = real_save
+

@@ -49,7 +49,7 @@ def test_backend_settings() -> None:
 @pytest.mark.slow
 def test_smoke_run_on_cpu(tmp_path: Path) -> None:
     """The whole script on the tiny model: data, a random-weights checkpoint, a worker."""
-    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    pytest.importorskip("transformers", reason="the local-model stack (bash scripts/install.sh --local) is not installed")
     work = tmp_path / "work"
     base = [sys.executable, str(SCRIPT), "--backends", "transformers", "--device", "cpu", "--scale", "small",
             "--max-questions", "10", "--max-new-tokens", "3", "--workdir", str(work)]  # fmt: skip

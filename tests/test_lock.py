@@ -7,6 +7,7 @@ import atexit
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -187,3 +188,39 @@ def test_this_environment_is_the_locked_one() -> None:
         if installed.split("+", 1)[0] != version:
             mismatched[name] = (version, installed)
     assert not mismatched, f"installed versions differ from requirements.lock (pinned, installed): {mismatched}"
+
+
+def _documented_local_install() -> str:
+    """The pip command docs/local_models.md gives for the local-model stack (one, in a code block)."""
+    text = (ROOT / "docs" / "local_models.md").read_text(encoding="utf-8")
+    found = re.findall(r"^(pip install -e '\.\[local\]'[^\n#]*?)\s*$", text, flags=re.M)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_install_sh_local_installs_what_the_docs_say() -> None:
+    """`scripts/install.sh --local` and the pip command of the docs pass the same extra and constraints."""
+    args = _documented_local_install().removeprefix("pip install ")
+    assert f"uv_install {args}\n" in (ROOT / "scripts" / "install.sh").read_text()
+    assert "bash scripts/install.sh --local" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_SKIP_REGISTRY, reason="SABRE_SKIP_REGISTRY=1: no package registry here")
+def test_the_documented_local_install_installs_the_locked_versions(tmp_path: Path) -> None:
+    """Issue 33: `pip install -e '.[local]'` installed transformers 5.25 / accelerate 1.16 where the lock
+    pins 5.24 / 1.15. The documented command, run by pip's resolver as a dry run (a real install
+    unpacks ~4 GB of torch and CUDA wheels; the dry run resolves the same set with the same resolver
+    and installs nothing), resolves to exactly the versions requirements-test.lock pins."""
+    report = tmp_path / "report.json"
+    words = shlex.split(_documented_local_install())
+    assert words[:2] == ["pip", "install"]
+    proc = subprocess.run([sys.executable, "-m", *words, "--dry-run", "--ignore-installed", "--quiet", "--report", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resolved = {_norm(i["metadata"]["name"]): i["metadata"]["version"].split("+", 1)[0] for i in json.loads(report.read_text())["install"]}
+    resolved.pop("sabre-prior")
+    pins = _pins("requirements-test.lock")
+    assert {n: (v, pins.get(n)) for n, v in resolved.items() if pins.get(n) != v} == {}
+    for name in ("transformers", "accelerate", "torch", "torchvision", "num2words"):
+        assert resolved[name] == pins[name]

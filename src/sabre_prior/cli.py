@@ -5,8 +5,9 @@ Each stage's subcommands live with the stage (``<stage>/commands.py``, a list
 of each subcommand, and a run imports the requested command's module only (all
 of them for ``sabre --help``), so a command depends on its stage and the core.
 Each subcommand is a thin wrapper: parse arguments, call one function of the
-package, print a short summary.  Errors meant for the user (:class:`SabreError`)
-are printed without a traceback and give a non-zero exit code.
+package, print a short summary.  Errors meant for the user (:class:`SabreError`,
+and a file the system refuses to read or write) are printed without a traceback (``sabre --debug``
+shows it) and give a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParse
         help="write everything the command prints to FILE (as `> FILE 2>&1` would) and, when it fails, also "
         "print the last lines of FILE on the terminal (the pipeline's stages use this; default: print to the terminal)",
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, show the Python traceback as well as the message (default: the message only)",
+    )
     parser.add_argument("--version", action=_Version, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in dict.fromkeys(COMMANDS.values()) if modules is None else modules:
@@ -142,7 +148,7 @@ def _show_tail(path: str, terminal: int, rc: int, command: str) -> None:
     os.write(terminal, text.encode("utf-8", errors="replace"))
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, debug: bool = False) -> int:
     from .settings import UndeclaredSetting
 
     try:
@@ -151,18 +157,24 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     except SabreError as exc:
+        if debug:
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except OSError as exc:
-        from .io_utils import NO_SPACE, disk_full_message
+        from .io_utils import NO_SPACE, NOT_WRITABLE, disk_full_message
 
-        if exc.errno not in NO_SPACE:
+        if debug or (exc.errno not in NO_SPACE and not (exc.errno in NOT_WRITABLE and exc.filename)):
             raise
-        # a write outside io_utils' atomic writers (a library's cache, a log): no traceback either
-        print(f"error: {disk_full_message(exc.filename or '<a file of this command>', exc)}", file=sys.stderr)
+        # a file read or written outside io_utils' atomic writers (a library's cache, a log): no traceback either
+        if exc.errno in NO_SPACE:
+            print(f"error: {disk_full_message(exc.filename or '<a file of this command>', exc)}", file=sys.stderr)
+        else:
+            print(f"error: {exc.filename}: {exc.strerror or exc} (check its permissions and those of its folder; "
+                  "sabre --debug ... shows where)", file=sys.stderr)  # fmt: skip
         return 2
 
 
@@ -170,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_modules(words))
     args = parser.parse_args(argv)
+    debug = vars(args).pop("debug")  # how errors are shown, not an argument of the command
     terminal = _redirect_output(args.log) if args.log else None
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -177,9 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     if terminal is None:
-        return _run(args)
+        return _run(args, debug)
     try:
-        rc = _run(args)
+        rc = _run(args, debug)
     except BaseException:  # noqa: BLE001 - an unexpected crash: its traceback goes to the log, its tail to the terminal
         import traceback
 

@@ -49,6 +49,30 @@ def closest(key: str, valid: Iterable[str]) -> str:
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
+#: The schema's patterns in words (a regular expression is no message for a user); a test checks
+#: that every pattern of the schema is here.
+PATTERN_WORDS: dict[str, str] = {
+    "^[A-Za-z0-9][A-Za-z0-9_.-]*$": "start with an ASCII letter or digit and hold only ASCII letters, digits, "
+    "'_', '.' and '-' (it names files and folders)",
+    "^[A-Za-z0-9_]+$": "hold only ASCII letters, digits and '_'",
+    "^[A-Z_][A-Z0-9_]*$": "be the name of an environment variable: capital ASCII letters, digits and '_', "
+    "not starting with a digit (e.g. OPENAI_API_KEY)",
+    "^(auto|cpu|cuda|cuda:[0-9]+)$": "be auto, cpu, cuda or cuda:<number>",
+    "^[A-Za-z0-9_.]+$": "hold only ASCII letters, digits, '_' and '.'",
+    "^[0-9]+(,[0-9]+)*$": 'be GPU numbers separated by commas, e.g. "0" or "2,3"',
+}
+
+
+def _pattern_message(err: Any) -> str | None:
+    """A pattern error in words: a name (``propertyNames``) or a value that has not the form it must have."""
+    words = PATTERN_WORDS.get(str(err.validator_value)) if err.validator == "pattern" else None
+    if words is None:
+        return None
+    if "propertyNames" in err.absolute_schema_path:
+        return f"{err.instance!r} cannot be a name here: a name must {words}"
+    return f"{err.instance!r} is not valid here: it must {words}"
+
+
 def _unknown_keys(err: Any) -> list[tuple[str, list[str]]]:
     """(unknown key, valid keys) for an error about keys, else []."""
     if err.validator == "additionalProperties" and err.validator_value is False and isinstance(err.instance, dict):
@@ -99,7 +123,8 @@ def validate_params(params: Mapping[str, Any], source: str = "params.yaml") -> N
         where = list(err.absolute_path)
         unknown = _unknown_keys(err)
         if not unknown:
-            lines.setdefault(f"{_format_path(where)}: {err.message}", f"{_format_path(where)}: {err.message}")
+            message = _pattern_message(err) or err.message
+            lines.setdefault(f"{_format_path(where)}: {message}", f"{_format_path(where)}: {message}")
         for key, valid in unknown:
             field = _format_path([*where, key])
             per_backend = "propertyNames" in err.absolute_schema_path
@@ -181,8 +206,16 @@ def read_params_file(path: str | Path = "params.yaml") -> dict[str, Any]:
         params = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise _yaml_error(p, exc) from None
+    if params is None:
+        raise ConfigError(
+            f"{p}: the file is empty (or holds only comments); it must hold the pipeline's settings (dataset, "
+            "splits, models, ...): start from the repository's params.yaml (git checkout params.yaml) or a preset in configs/"
+        )
     if not isinstance(params, dict):
-        raise ConfigError(f"{p}: top level must be a mapping")
+        raise ConfigError(
+            f"{p}: the top level must be a mapping of settings (dataset:, splits:, models:, ...), "
+            f"not a {type(params).__name__}"
+        )
     return params
 
 

@@ -38,6 +38,10 @@ class DiskFullError(SabreError):
     """A file could not be written: the disk (or quota) is full; names the file."""
 
 
+class WriteError(SabreError):
+    """A file could not be written: its folder is read-only or not a folder; names the file and folder."""
+
+
 class InferenceIncomplete(SabreError):
     """Some questions failed after all retries; they are not stored as answers."""
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TextIO
 
-from .errors import DataError, DiskFullError, SabreError
+from .errors import DataError, DiskFullError, SabreError, WriteError
 
 
 def _current_umask() -> int:
@@ -37,6 +37,36 @@ def disk_full_message(path: str | Path, exc: OSError) -> str:
     )
 
 
+#: errno values that mean "this folder cannot be written": permissions, a read-only file system, a file
+#: where a folder should be.
+NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR})
+
+
+def not_writable_message(path: str | Path, exc: OSError) -> str:
+    """The message for a write refused by the file system: names the user's file and folder (never a
+    temporary file), says what to do, and that nothing there was changed."""
+    p = Path(path)
+    folder = p.parent or Path(".")
+    if exc.errno == errno.EROFS:
+        fix = f"the file system holding {folder} is mounted read-only: remount it read-write or write elsewhere"
+    elif exc.errno in (errno.ENOTDIR, errno.EISDIR, errno.EEXIST):
+        fix = f"{p} or a folder above it is of the wrong kind (a file where a folder must be, or the reverse): move it away"
+    else:
+        fix = f"make the folder {folder} writable for you (e.g. chmod u+w {folder}) or write elsewhere"
+    return (
+        f"{p}: cannot write: {os.strerror(exc.errno or errno.EACCES).lower()} (errno {exc.errno}). {fix[0].upper()}{fix[1:]}, "
+        "then run the same command again; nothing in the folder was changed or deleted"
+    )
+
+
+def _write_error(p: Path, exc: OSError) -> SabreError | None:
+    if exc.errno in NO_SPACE:
+        return DiskFullError(disk_full_message(p, exc))
+    if exc.errno in NOT_WRITABLE or exc.errno == errno.EEXIST:  # EEXIST: a file where the folder must be
+        return WriteError(not_writable_message(p, exc))
+    return None
+
+
 @contextmanager
 def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
     """Write to a temporary file beside ``path`` and rename it into place on success."""
@@ -47,8 +77,8 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
         # should a kill leave it behind, and `sabre recover` removes it
         fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as exc:
-        if exc.errno in NO_SPACE:
-            raise DiskFullError(disk_full_message(p, exc)) from None
+        if (error := _write_error(p, exc)) is not None:
+            raise error from None
         raise
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
@@ -64,8 +94,8 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[TextIO]:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
-            raise DiskFullError(disk_full_message(p, exc)) from None
+        if isinstance(exc, OSError) and (error := _write_error(p, exc)) is not None:
+            raise error from None
         raise
 
 
@@ -94,12 +124,16 @@ def write_text(path: str | Path, text: str) -> None:
         fh.write(text)
 
 
-def read_json_file(path: str | Path, *, missing: str, error: type[SabreError] = DataError) -> Any:
-    """The JSON content of ``path``; errors name the file (``"<path>: <missing>"`` when it is absent)."""
+def read_json_file(path: str | Path, *, missing: str, error: type[SabreError] = DataError, mapping: bool = False) -> Any:
+    """The JSON content of ``path``; errors name the file (``"<path>: <missing>"`` when it is absent);
+    ``mapping``: the content must be a JSON object."""
     p = Path(path)
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{p}: {missing}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise error(f"{p}: not valid JSON: {exc}") from None
+    if mapping and not isinstance(data, dict):
+        raise error(f"{p}: not a JSON object (it holds a {type(data).__name__}); make it again with the command that writes it")
+    return data

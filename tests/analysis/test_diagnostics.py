@@ -23,6 +23,7 @@ from sabre_prior.analysis.diagnostics import (
 from sabre_prior.analysis.traces import read_model_traces
 from sabre_prior.cli import main
 from sabre_prior.data.parquet import read_rows
+from sabre_prior.report import flags
 
 
 def _answers(split: str, *words: str | None) -> dict[str, str | None]:
@@ -218,6 +219,10 @@ def test_pair_outcomes_figure_names_its_data_n_and_model_colours(project: Path) 
             swatches = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_clip_on() is False]
             by_row = sorted(swatches, key=lambda p: -p.get_y())  # top row first: the first model
             assert [to_hex(p.get_facecolor()).upper() for p in by_row] == [model_style(i).color.upper() for i in range(4)]
-            assert [t.get_text() for t in ax.get_yticklabels()][::-1] == [m.title() for m in models]
+            # a model whose split has too many non-answers carries the tables' flag (issue 33)
+            marked = [flags.flagged(diag[m][split]["nonanswer"], flags.DEFAULT_MAX_NONANSWER_RATE) for m in models]
+            assert any(marked) and not all(marked)
+            assert [t.get_text() for t in ax.get_yticklabels()][::-1] == [m.title() + (" †" if f else "") for m, f in zip(models, marked)]
+        assert "†: more than 5% of the split's questions are non-answers" in fig.legends[0].get_title().get_text()
     finally:
         plt.close(fig)

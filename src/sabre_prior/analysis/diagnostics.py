@@ -36,6 +36,7 @@ from ..formatting import format_percent, md_table, write_csv
 from ..io_utils import write_json, write_text
 from ..scoring.pairs import group_pairs, pair_correct
 from ..report import flags
+from ..report.style import OUTCOME_COLORS
 from ..report.style import ModelStyle
 from .traces import Trace
 
@@ -50,13 +51,10 @@ CLASS_LABELS: dict[str, str] = {
     "always_no": "Always no",
     "other": "Other",
 }
-CLASS_COLORS: dict[str, str] = {
-    "all_correct": "#1b9e77",
-    "prior_following": "#d95f02",
-    "always_yes": "#7570b3",
-    "always_no": "#e7298a",
-    "other": "#bdbdbd",
-}
+#: The outcome colours: none near a model's colour (report.style.OUTCOME_COLORS).
+CLASS_COLORS: dict[str, str] = {cls: OUTCOME_COLORS[cls] for cls in PAIR_CLASSES}
+#: What four uniform yes/no guesses get all right: the share of "all correct" pairs at chance.
+ALL_CORRECT_AT_CHANCE = 1 / 16
 FIGURE_NAME = C.PAIR_OUTCOMES_FIGURE
 
 
@@ -400,12 +398,13 @@ def draw_pair_outcomes(
     outdir: str | Path,
     data_label: str,
     styles: Mapping[str, ModelStyle] | None = None,
+    threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE,
 ) -> list[Path]:
     """Write :func:`pair_outcomes_figure` as ``pair_outcomes.{png,pdf}``."""
     from ..report.plotting import save_figure, style
 
     with style():
-        return save_figure(pair_outcomes_figure(diag, names, data_label, styles), Path(outdir), FIGURE_NAME)
+        return save_figure(pair_outcomes_figure(diag, names, data_label, styles, threshold), Path(outdir), FIGURE_NAME)
 
 
 def pair_outcomes_figure(
@@ -413,19 +412,23 @@ def pair_outcomes_figure(
     names: Mapping[str, str],
     data_label: str,
     styles: Mapping[str, ModelStyle] | None = None,
+    threshold: float = flags.DEFAULT_MAX_NONANSWER_RATE,
 ) -> Any:
     """Stacked horizontal bars: share of pairs per class, one bar per model, one panel per paired split.
 
     The title names the data (``data_label``: what the Parquet splits record); each panel its number of
     pairs; each model's label has its colour swatch (:func:`sabre_prior.report.style.model_styles`, the
-    colours of the accuracy figures) so that the class colours are not read as models.
+    colours of the accuracy figures), and the classes have colours no model has
+    (:data:`~sabre_prior.report.style.OUTCOME_COLORS`). A dashed line marks the share of pairs four
+    uniform guesses get all right (1/16); a model whose split is flagged (more non-answers than
+    ``threshold``) carries :data:`~sabre_prior.report.flags.FLAG` beside its name, explained under the legend.
     """
     import textwrap
 
     from matplotlib.patches import Rectangle
 
     from ..report.plotting import plt
-    from ..report.style import model_styles, n_text, score_text
+    from ..report.style import DARK_OUTCOMES, REFERENCE_COLOR, REFERENCE_DASHES, model_styles, n_text, score_text
 
     models = list(diag)
     styles = styles if styles is not None else model_styles(models)
@@ -440,21 +443,28 @@ def pair_outcomes_figure(
     if not splits:
         axes[0][0].text(0.5, 0.5, "No paired split configured", ha="center", va="center")
         axes[0][0].set_axis_off()
+    any_flagged = False
     for ax, split in zip(axes[:, 0], splits, strict=False):
         keys = models[::-1]
         rows = [diag[m].get(split) for m in keys]
         ns = {e["pairs"] for e in rows if e}
-        labels = [names.get(m, m) + (f" (n={e['pairs']})" if e and len(ns) > 1 else "") for m, e in zip(keys, rows)]
+        marked = [bool(e) and flags.flagged(e.get("nonanswer"), threshold) for e in rows]
+        any_flagged = any_flagged or any(marked)
+        labels = [names.get(m, m) + (f" {flags.FLAG}" if f else "") + (f" (n={e['pairs']})" if e and len(ns) > 1 else "")
+                  for m, e, f in zip(keys, rows, marked)]  # fmt: skip
         left = [0.0] * len(rows)
         for cls in PAIR_CLASSES:
             shares = [100.0 * e["pair_class_counts"][cls] / e["pairs"] if e else 0.0 for e in rows]
             bars = ax.barh(labels, shares, left=left, color=CLASS_COLORS[cls], label=CLASS_LABELS[cls],
-                           edgecolor="white", linewidth=0.5)  # fmt: skip
+                           edgecolor="#333333", linewidth=0.4)  # fmt: skip
             for bar, share in zip(bars, shares, strict=True):
                 if share >= 7.0:
                     ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2,
-                            score_text(share / 100), ha="center", va="center", fontsize=7)  # fmt: skip
+                            score_text(share / 100), ha="center", va="center", fontsize=7,
+                            color="white" if cls in DARK_OUTCOMES else "black")  # fmt: skip
             left = [a + b for a, b in zip(left, shares, strict=True)]
+        ax.axvline(100 * ALL_CORRECT_AT_CHANCE, color=REFERENCE_COLOR, linestyle=REFERENCE_DASHES, linewidth=1.0,
+                   label="All correct at chance (1/16)", zorder=3)  # fmt: skip
         for y, key in enumerate(keys):  # the model's own colour, as in the accuracy figures
             st = styles[key]
             ax.add_patch(Rectangle((-0.035, y - 0.22), 0.022, 0.44, transform=ax.get_yaxis_transform(),
@@ -467,10 +477,18 @@ def pair_outcomes_figure(
         ax.set_xlabel("Share of pairs (%)")
     if splits:
         handles, labels = axes[0][0].get_legend_handles_labels()
+        note = ""
+        if any_flagged:
+            note = textwrap.fill(
+                f"{flags.FLAG}: more than {flags.threshold_text(threshold)} of the split's questions are non-answers "
+                "(unparseable, refused, failed, truncated; analysis.report.max_nonanswer_rate): the outcomes say "
+                "little about what the model sees", width=int(width * 15),
+            )  # fmt: skip
         fig.legend(
-            handles, labels, loc="lower center", ncol=len(PAIR_CLASSES), frameon=False, bbox_to_anchor=(0.5, 0.0)
-        )
-        fig.tight_layout(rect=(0, 0.07, 1, 1))
+            handles, labels, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.5, 0.0),
+            title=note or None, title_fontsize=7,
+        )  # fmt: skip
+        fig.tight_layout(rect=(0, 0.12 if note else 0.09, 1, 1))
     return fig
 
 
@@ -495,4 +513,4 @@ def write_diagnostics(
     for (key, header), name in zip(CSV_HEADERS.items(), csv_names, strict=True):
         write_csv(tables / name, header, t[key])
         written.append(tables / name)
-    return written + draw_pair_outcomes(diag, names, figures, data_label, styles)
+    return written + draw_pair_outcomes(diag, names, figures, data_label, styles, threshold)

@@ -134,37 +134,63 @@ def write_sensitivity(
     return data
 
 
+#: The prompt-sensitivity figure's title.
+SENSITIVITY_TITLE = "SABRE-Prior: macro accuracy by prompt template"
+
+
+def one_template_text(template: str) -> str:
+    """What the prompt-sensitivity figure says when there is nothing to compare."""
+    return (
+        f"Only one prompt template ({template}) is configured: there is nothing to compare.\n"
+        "List two or more under prompt.templates in params.yaml (docs/prompts.md) to see how much the\n"
+        "macro accuracy depends on the wording of the prompt."
+    )
+
+
 def draw_sensitivity(data: Mapping[str, Sequence[Mapping[str, Any]]], names: Mapping[str, str], outdir: Path) -> list[Path]:
-    """Left: each template's macro with its interval, per model; right: the paired difference from the main template."""
-    from ..report.plotting import plt, save_figure, series_style, style
+    """Left: each template's macro with its interval, per model; right: the paired difference from the main
+    template (the reference: a dashed line at 0). Templates are black markers of distinct shapes (colour
+    means a model in every figure: report.style); the title gives n. With one template there is nothing
+    to compare: the figure says so (and is written all the same, so that the outputs exist)."""
+    from ..report.plotting import plt, save_figure, style
+    from ..report.style import REFERENCE_COLOR, REFERENCE_DASHES, TEMPLATE_COLOR, TEMPLATE_MARKERS
 
     models = list(data)
     templates = [e["template"] for e in next(iter(data.values()))] if data else []
+    ns = sorted({e["questions"] for entries in data.values() for e in entries})
+    n_text = f"n = {ns[0]} questions per model and template" if len(ns) == 1 else "n: questions per model and template differ (see the table)"
     with style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 0.6 + 0.45 * max(1, len(models)) * max(1, len(templates)) / 2))
-        step = 0.8 / max(1, len(templates))
+        if len(templates) < 2:
+            fig = plt.figure(figsize=(8.0, 2.2))
+            fig.suptitle(SENSITIVITY_TITLE)
+            fig.text(0.5, 0.45, one_template_text(templates[0] if templates else "none"), ha="center", va="center", fontsize=9)
+            return save_figure(fig, Path(outdir), SENSITIVITY_STEM)
+        fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 1.6 + 0.45 * max(1, len(models)) * len(templates) / 2))
+        step = 0.8 / len(templates)
         for ti, template in enumerate(templates):
-            color, _ = series_style(ti)
+            marker = TEMPLATE_MARKERS[ti % len(TEMPLATE_MARKERS)]
+            face = TEMPLATE_COLOR if ti == 0 else "white"  # the main template filled, the others open
             ys = [mi + (ti - (len(templates) - 1) / 2) * step for mi in range(len(models))]
             for ax, key in ((left, "macro"), (right, "difference")):
                 est = [100 * next(e for e in data[m] if e["template"] == template)[key]["estimate"] for m in models]
                 lo = [100 * next(e for e in data[m] if e["template"] == template)[key]["low"] for m in models]
                 hi = [100 * next(e for e in data[m] if e["template"] == template)[key]["high"] for m in models]
                 err = [[e - lo_ for e, lo_ in zip(est, lo)], [h - e for e, h in zip(est, hi)]]
-                ax.errorbar(est, ys, xerr=err, fmt="o", color=color, capsize=2, markersize=4,
-                            label=template if key == "macro" else None)  # fmt: skip
+                ax.errorbar(est, ys, xerr=err, fmt=marker, color=TEMPLATE_COLOR, markerfacecolor=face, capsize=2,
+                            markersize=4, label=template + (" (main)" if ti == 0 else "") if key == "macro" else None)  # fmt: skip
         for ax in (left, right):
             ax.set_yticks(range(len(models)), [names.get(m, m) for m in models])
             ax.invert_yaxis()
-        right.axvline(0, color="0.5", linewidth=0.8)
+        right.axvline(0, color=REFERENCE_COLOR, linestyle=REFERENCE_DASHES, linewidth=0.8, label=f"main template ({templates[0]})")
         right.set_yticklabels([])
         left.set_xlabel("Macro accuracy (%)")
         right.set_xlabel("Difference from the main template (points)")
         left.set_title("Macro by prompt template", loc="left")
         right.set_title("Paired difference from main", loc="left")
-        if templates:
-            left.legend(loc="best", frameon=False)
-        fig.tight_layout()
+        handles = [*left.get_legend_handles_labels()[0], *right.get_legend_handles_labels()[0]]
+        fig.legend(handles=handles, loc="lower center", ncols=min(4, len(handles)), frameon=False)
+        fig.suptitle(f"{SENSITIVITY_TITLE}\n{n_text}")
+        fig.tight_layout(rect=(0, 0.1, 1, 1))
         return save_figure(fig, Path(outdir), SENSITIVITY_STEM)
 
 
@@ -184,7 +210,7 @@ def served_versions(usage_dir: Path, splits: Sequence[str]) -> dict[str, int]:
     for split in splits:
         path = usage_dir / f"{split}.json"
         if path.is_file():
-            for version, n in (read_json_file(path, missing="usage summary not found").get("served") or {}).items():
+            for version, n in (read_json_file(path, missing="usage summary not found", mapping=True).get("served") or {}).items():
                 served[version] = served.get(version, 0) + int(n)
     return dict(sorted(served.items()))
 

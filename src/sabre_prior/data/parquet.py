@@ -9,6 +9,7 @@ files it was computed from (:func:`data_identity`), never from ``params.yaml``, 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +29,18 @@ def iter_rows(path: str | Path, *, with_images: bool = True, batch_size: int = 6
     otherwise (cheap for scoring, which needs no pixels).
     """
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"{p}: split file not found (run the fetch step first: snakemake --cores 1 {p})")
     # a buffered stream, no pre-buffering: the first rows come without reading the whole row group,
     # and memory stays flat in the number of rows (images are not all held at once)
-    pf = pq.ParquetFile(p, buffer_size=1 << 20, pre_buffer=False) if with_images else pq.ParquetFile(p)
+    pf = open_split(p, buffer_size=1 << 20, pre_buffer=False) if with_images else open_split(p)
     columns = None if with_images else [c for c in pf.schema_arrow.names if c != C.COL_IMAGE]
-    for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+    batches = pf.iter_batches(batch_size=batch_size, columns=columns)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (OSError, pa.ArrowException) as exc:  # a damaged page after a readable footer
+            raise DataError(f"{p}: not a readable Parquet file ({exc}); {_REFETCH.format(p=p)}") from None
+        if batch is None:
+            return
         for row in batch.to_pylist():
             if with_images:
                 img = row.get(C.COL_IMAGE)
@@ -44,6 +50,39 @@ def iter_rows(path: str | Path, *, with_images: bool = True, batch_size: int = 6
                         raise DataError(f"{p}: row {row.get(C.COL_ID)!r}: field 'image' has no embedded bytes")
                     row[C.COL_IMAGE] = data
             yield row
+
+
+#: What to do about a split file that cannot be read (one sentence for every reader).
+_REFETCH = "fetch it again: delete it and run `snakemake --cores 1 {p}` (or `sabre fetch --split {p.stem}`)"
+
+
+def open_split(path: str | Path, *, check_columns: bool = True, **options: Any) -> pq.ParquetFile:
+    """Open a Parquet split, or raise :class:`DataError` naming the file, what is wrong with it
+    (missing, empty, unreadable, not Parquet or truncated, columns missing: unless ``check_columns``
+    is False, for a reader of the schema metadata only) and what to do."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: split file not found (run the fetch step first: snakemake --cores 1 {p})")
+    try:
+        if p.stat().st_size == 0:
+            raise DataError(f"{p}: the split file is empty (0 bytes); {_REFETCH.format(p=p)}")
+        pf = pq.ParquetFile(p, **options)
+    except PermissionError as exc:
+        raise DataError(
+            f"{p}: cannot be read ({os.strerror(exc.errno) if exc.errno else exc}): give yourself read access (chmod u+r {p})"
+        ) from None
+    except (OSError, pa.ArrowException) as exc:
+        raise DataError(
+            f"{p}: not a readable Parquet file (truncated, or not Parquet: {exc}); {_REFETCH.format(p=p)}"
+        ) from None
+    required = C.SPLIT_COLUMNS.get(p.stem) if check_columns else None
+    missing = [c for c in required or () if c not in pf.schema_arrow.names]
+    if missing:
+        raise DataError(
+            f"{p}: split {p.stem!r} lacks the column(s) {', '.join(missing)} (it has "
+            f"{', '.join(pf.schema_arrow.names) or 'none'}); {_REFETCH.format(p=p)}"
+        )
+    return pf
 
 
 def read_rows(path: str | Path, *, with_images: bool = False) -> list[dict[str, Any]]:
@@ -126,12 +165,7 @@ class DataIdentity:
 def split_identity(path: str | Path, split: str, *, digest: bool = False) -> SplitIdentity:
     """Read a split's identity from its schema metadata (a file the fetch step did not write: an error)."""
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"{p}: split file not found (run the fetch step first: snakemake --cores 1 {p})")
-    try:
-        meta = pq.read_schema(p).metadata or {}
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise DataError(f"{p}: not a readable Parquet file ({exc})") from None
+    meta = open_split(p, check_columns=False).schema_arrow.metadata or {}
     source, kind = meta.get(SOURCE_KEY), meta.get(SOURCE_KIND_KEY)
     if not source or not kind or kind.decode("ascii", "replace") not in SOURCE_KINDS:
         raise DataError(
@@ -188,7 +222,7 @@ def priced_data(source: str, splits: list[str], data_dir: str | Path) -> list[st
         path = Path(data_dir) / f"{split}.parquet"
         if not path.is_file():
             continue  # the estimate itself names the missing file
-        rows = pq.ParquetFile(path).metadata.num_rows
+        rows = open_split(path, check_columns=False).metadata.num_rows
         official = C.OFFICIAL_COUNTS[split][1]
         if rows == official:
             lines.append(f"  {split}: {rows} questions (the official count)")

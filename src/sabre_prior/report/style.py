@@ -31,8 +31,14 @@ from ..formatting import format_percent, percent
 
 __all__ = [
     "BOLD_RULE",
+    "DARK_OUTCOMES",
     "HATCHES",
+    "OUTCOME_COLORS",
     "PALETTE",
+    "REFERENCE_COLOR",
+    "REFERENCE_DASHES",
+    "TEMPLATE_COLOR",
+    "TEMPLATE_MARKERS",
     "SCORE_DECIMALS",
     "ModelStyle",
     "best_flags",
@@ -63,6 +69,25 @@ PALETTE: tuple[str, ...] = (
 )
 #: After the palette is used up, the colours repeat with these hatches (matplotlib hatch codes).
 HATCHES: tuple[str, ...] = ("", "///", "...", "xxx")
+
+#: Colour means the model, in every figure: what else a figure tells apart is drawn in colours far from
+#: every model colour (CIE76 distance of at least 30 in Lab, tests/test_report_style.py), or in black.
+#: The pair outcomes (pair_outcomes figure; the HTML report's badges, report.css):
+OUTCOME_COLORS: dict[str, str] = {
+    "all_correct": "#332288",  # indigo
+    "prior_following": "#661100",  # dark brown
+    "always_yes": "#DDCC77",  # sand
+    "always_no": "#999933",  # olive
+    "other": "#FFFFFF",  # white (outlined)
+}
+#: Outcome colours dark enough for white text on them.
+DARK_OUTCOMES: frozenset[str] = frozenset({"all_correct", "prior_following"})
+#: The prompt templates (prompt_sensitivity figure): black markers, one shape a template.
+TEMPLATE_COLOR = "#000000"
+TEMPLATE_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: Reference lines (chance, the main template): black, dashed.
+REFERENCE_COLOR = "#000000"
+REFERENCE_DASHES = (0, (3, 2))
 
 
 @dataclass(frozen=True)

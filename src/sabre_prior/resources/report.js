@@ -107,7 +107,7 @@
     table("language-table", ["Model (language)", "n", "Chose suggested option %", "Chose unknown option %"], langRows, [false, true, true, true]);
     table("parse-table", ["Model", "Split", "Questions", "Missing", "Parse failures", "Empty: token budget spent", "Wrong (parsed)", "Correct"], parseRows, [false, false, true, true, true, true, true, true]);
 
-    $("comparison-note").textContent = `A - B in percentage points with a ${level} paired-bootstrap interval; p: exact McNemar per split, paired bootstrap for the macro; Holm-adjusted over the table. Rows with adjusted p < 0.05 are shaded.`;
+    $("comparison-note").textContent = `A - B in percentage points with a ${level} paired-bootstrap interval; p: exact McNemar per split, paired bootstrap for the macro; Holm-adjusted over the table. Shaded blue: adjusted p < 0.05. Shaded red and marked †: A or B has more than ${pct(D.max_nonanswer_rate)}% non-answers on the split (its difference says little about what the models see; red wins over blue).`;
     table("comparison-table", ["A", "B", "Split", "n", "A %", "B %", "A - B", "Interval", "A-only", "B-only", "p", "p (Holm)"],
       D.comparison.map((r) => ({
         attrs: isFlagged(r.model_a, r.split) || isFlagged(r.model_b, r.split) ? flagRow(true) : Number(r.p_holm) < 0.05 ? { class: "sig" } : {},
@@ -144,12 +144,12 @@
     }
     $("failure-note").textContent = `Official: a non-answer (${[...NON].join(", ")}) counts as wrong, as the contract says. Excluded: units without any non-answer only (n/a: none left). At chance: each non-answer replaced by a uniform guess (expected score). ${level} percentile bootstrap intervals. † non-answer rate above ${pct(D.max_nonanswer_rate)}%.`;
     table("failure-table", ["Model", "Split", "Official %", "Non-answers excluded %", "Non-answers at chance %", "Non-answers"], rows, [false, false, true, true, true, false], "No failure-aware scores (intervals written before outcomes were recorded).");
-    $("sensitivity-note").textContent = "Macro accuracy (%) per prompt template (docs/prompts.md) with its interval, and the paired bootstrap interval of its difference from the main template (points).";
+    $("sensitivity-note").textContent = `Macro accuracy (%) per prompt template (docs/prompts.md) with its interval, and the paired bootstrap interval of its difference from the main template (points). Shaded red: more than ${pct(D.max_nonanswer_rate)}% non-answers.`;
     table("sensitivity-table", ["Model", "Template", "Macro %", "Difference from main", "Non-answers"],
       D.sensitivity.map((r) => ({ attrs: r.nonanswer_flag === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.template + (r.main === "true" ? " (main)" : ""),
         `${pct(r.macro)} [${pct(r.macro_low)}, ${pct(r.macro_high)}]`, r.main === "true" ? "-" : `${Number(r.difference) >= 0 ? "+" : ""}${pct(r.difference)} [${pct(r.difference_low)}, ${pct(r.difference_high)}]`,
         `${r.nonanswer} of ${r.questions}` + (r.nonanswer_flag === "true" ? " †" : "")] })), [false, false, true, true, false], "No prompt-sensitivity table given.");
-    $("stability-note").textContent = "Audited questions asked `repeats` times (repeat 0 = the main run). Flip rate: share whose normalized answer changed across repeats. Served: the model version the provider reported.";
+    $("stability-note").textContent = `Audited questions asked \`repeats\` times (repeat 0 = the main run). Flip rate: share whose normalized answer changed across repeats. Served: the model version the provider reported. Shaded red: more than ${pct(D.max_nonanswer_rate)}% non-answers, or answers served by more than one version (drift).`;
     table("stability-table", ["Model", "Repeats", "Questions", "Flip rate %", "Accuracy mean % (sd)", "Served", "Drift"],
       D.stability.map((r) => ({ attrs: r.drift === "true" || r.nonanswer_flag === "true" ? { class: "flagged" } : {}, cells: [nameOf(r.model), r.repeats, r.questions,
         r.flip_rate === "" ? "audit off" : `${pct(r.flip_rate)} [${pct(r.flip_low)}, ${pct(r.flip_high)}]` +

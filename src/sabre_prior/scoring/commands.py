@@ -33,7 +33,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         trace_dir=Path(args.trace_dir) if args.trace_dir else None,
         usage_dir=Path(args.usage) if args.usage else None,
     )
-    print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}")
+    if args.headline:
+        from ..io_utils import write_json
+        from .evaluate import headline
+
+        write_json(args.headline, headline(metrics))
+    missing = [f"{s} {metrics[s][C.M_MISSING]}" for s in metrics if s != C.M_MACRO and metrics[s][C.M_MISSING]]
+    lacking = f" (questions without a prediction, scored as wrong: {', '.join(missing)})" if missing else ""
+    print(f"macro_accuracy={metrics[C.M_MACRO]:.4f} -> {args.output}{lacking}")
     return 0
 
 
@@ -49,6 +56,11 @@ def _p_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--usage",
         help="directory of <split>.json usage summaries (from sabre predict): count refused questions in `refused`",
+    )
+    p.add_argument(
+        "--headline",
+        help="also write the few numbers `dvc metrics show` shows to this JSON file: the macro accuracy and each "
+        "split's accuracy, in percent (default: none; the pipeline: results/headline/<model>.json)",
     )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--splits", nargs="+", choices=C.SPLITS, help="splits to score (default: all four)")

@@ -15,7 +15,9 @@ Prediction files, decided and checked here:
 * extra keys are ignored; a ``prediction`` that is null or not a string is
   scored as the contract does (``str()``, null -> empty text);
 * a question with no line is *missing*: scored as wrong, counted in the
-  split's ``missing`` and reported with a warning.  With the usage summaries
+  split's ``missing`` and reported with a warning and in the command's summary line; a file with
+  no line at all (a predict step that did not finish, a file emptied) is an error, unless the usage
+  summary lists every question as refused by the provider.  With the usage summaries
   (``usage_dir``, written by ``sabre predict``), the missing questions the
   provider refused are also counted in ``refused``.
 
@@ -33,7 +35,7 @@ from typing import Any, Mapping, Sequence
 from .. import contracts as C
 from ..data.parquet import read_rows
 from ..errors import DataError, PredictionFileError
-from ..io_utils import write_json, write_jsonl
+from ..io_utils import read_json_file, write_json, write_jsonl
 from ..options import options_mapping
 from .contract import resolve_eval_type, score
 from .pairs import group_pairs, pair_correct
@@ -273,13 +275,8 @@ def split_metrics(traces: list[dict[str, Any]], split: str) -> dict[str, Any]:
 
 def usage_ids(usage_path: Path, key: str) -> set[str]:
     """Question ids a usage summary lists under ``key`` (none when it has no such list)."""
-    try:
-        data = json.loads(usage_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{usage_path}: usage summary not found (written by `sabre predict`)") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{usage_path}: not valid JSON ({exc})") from None
-    ids = data.get(key) if isinstance(data, dict) else None
+    data = read_json_file(usage_path, missing="usage summary not found (written by `sabre predict`)", mapping=True)
+    ids = data.get(key)
     return {str(i) for i in ids} if isinstance(ids, (dict, list)) else set()
 
 
@@ -324,6 +321,14 @@ def evaluate_predictions(
             usage_file = Path(usage_dir) / f"{split}.json"
             refused, truncated = usage_ids(usage_file, "refused_ids"), usage_ids(usage_file, "truncated_ids")
         all_traces[split] = trace_rows(rows, preds, split, data_path, refused=refused, truncated=truncated)
+        if not preds and not {r[C.COL_ID] for r in rows} <= refused:
+            pred_path = pred_dir / f"{split}.jsonl"
+            raise PredictionFileError(
+                f"{pred_path}: holds no prediction for any of the split's {len(rows)} questions"
+                + (" (the usage summary does not list them all as refused)" if usage_dir is not None else "")
+                + ": the predict step did not finish, or the file was emptied; run `sabre predict` for this "
+                "model and split again (in the pipeline: delete the file and run `snakemake`); nothing was written"
+            )
         metrics[split] = split_metrics(all_traces[split], split)
         if usage_dir is not None:
             missing_ids = {t["id"] for t in all_traces[split] if t["missing"]}
@@ -338,3 +343,15 @@ def evaluate_predictions(
         write_jsonl(traces_dir / f"{split}.jsonl", traces)
     write_json(output, metrics)
     return metrics
+
+
+def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The few numbers ``dvc metrics show`` shows for a model, one row a model within a terminal's
+    width (about 85 columns with the four splits): the macro accuracy and each split's accuracy, in
+    percent with one decimal as in the main table. Each split's n is the data's, the same in every
+    row: it is in the main table and the metrics file, with everything else."""
+    out: dict[str, Any] = {"macro": round(100 * float(metrics[C.M_MACRO]), 1)}
+    for split in C.SPLITS:
+        if split in metrics:
+            out[split] = round(100 * float(metrics[split][C.M_ACCURACY]), 1)
+    return out
