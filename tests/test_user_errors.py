@@ -3,7 +3,8 @@ file (and line, key or row), say what is wrong and what to do, exit non-zero, an
 already computed; no traceback unless ``sabre --debug`` asks for one.
 
 Each case breaks one input of a finished demo run (a copy of ``demo_repo_run``) and runs a stage's
-command exactly as the pipeline declares it (``repro.pipeline.STAGES``); every file under data/ and
+command as its rule runs it (Snakemake's record of the session's demo run), by hand: without the
+settings the rule passes, so that it reads params.yaml; every file under data/ and
 results/ must be unchanged afterwards. Credentials are covered elsewhere: a missing API key
 (tests/test_inference.py::test_predict_missing_key_exit_code), a refused one
 (tests/test_engine.py::test_wrong_key_is_a_fatal_401), a hub token missing or refused
@@ -27,17 +28,33 @@ import pytest
 from project import env
 
 from sabre_prior import cli
-from sabre_prior.repro.pipeline import BY_NAME
 
 SPLIT = "data/parquet/context.parquet"
+#: rule -> the arguments of its command for the model ``random`` and the split ``context``
+_COMMANDS: dict[str, list[str]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _rule_commands(workflow_summary: list[dict[str, str]]) -> None:
+    """The rules' commands as the session's demo run ran them (`snakemake --detailed-summary`)."""
+    if _COMMANDS:
+        return
+    for row in workflow_summary:
+        words = shlex.split(row["shellcmd"]) if "sabre" in row["shellcmd"] else []
+        if not words:
+            continue
+        words = words[words.index("sabre") + 3 :]  # without `sabre --log <log>`
+        if "--settings" in words:  # as run by hand: the command reads params.yaml
+            i = words.index("--settings")
+            words = words[:i] + words[i + 2 :]
+        model, split = (words[words.index(k) + 1] if k in words else None for k in ("--model", "--split"))
+        if model in (None, "random") and split in (None, "context"):
+            _COMMANDS.setdefault(row["rule"], words)
 
 
 def stage_argv(stage: str) -> list[str]:
-    """The arguments of a stage's declared command for the model ``random`` and split ``context``."""
-    cmd = BY_NAME[stage].cmd.format(model="random", split="context", template="screening_v1", repeat=1)
-    words = shlex.split(cmd)
-    assert words[0] == "sabre"
-    return words[1:]
+    """The arguments of a rule's command for the model ``random`` and split ``context``."""
+    return list(_COMMANDS[stage])
 
 
 @pytest.fixture

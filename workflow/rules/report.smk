@@ -1,5 +1,5 @@
 # The paper's outputs: the main table (md, csv, tex; with intervals and the failure-aware scores),
-# the accuracy figures, the data of `dvc plots show` and `dvc metrics show`, and the run manifest. The data source the
+# the accuracy figures, the data of `dvc plots show`, and the run manifest. The data source the
 # tables name is what the Parquet files record.
 
 localrules:
@@ -45,7 +45,7 @@ rule figures:
         report("results/figures/probe_accuracy.png", caption=caption("probe_accuracy"), category="Figures", subcategory="Accuracy"),
         "results/figures/probe_accuracy.pdf",
     params:
-        settings=settings("models", "splits"),
+        settings=settings("models", "splits", "analysis.report.max_nonanswer_rate"),
     log:
         "results/logs/figures.log",
     conda:
@@ -61,7 +61,6 @@ rule plot_data:
         code("report", "analysis", "scoring", "inference", "data"),
     output:
         "results/plots/split_accuracy.csv",
-        expand("results/headline/{model}.json", model=MODELS),
     params:
         settings=settings("models", "splits"),
     log:
@@ -69,8 +68,7 @@ rule plot_data:
     conda:
         "../../environment.yml"
     shell:
-        "sabre --log {log} plot-data --metrics-dir results/metrics --output {output[0]} --headline results/headline"
-        " --settings {params.settings:q}"
+        "sabre --log {log} plot-data --metrics-dir results/metrics --output {output} --settings {params.settings:q}"
 
 
 rule manifest:

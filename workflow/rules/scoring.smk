@@ -15,6 +15,7 @@ rule evaluate:
     output:
         metrics="results/metrics/{model}.json",
         traces=expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
+        headline="results/headline/{model}.json",  # what `dvc metrics show` prints, a row per model
     params:
         settings=settings("splits"),
     log:
@@ -23,5 +24,5 @@ rule evaluate:
         "../../environment.yml"
     shell:
         "sabre --log {log} evaluate --predictions results/predictions/{wildcards.model} --data data/parquet"
-        " --output {output.metrics} --trace-dir results/traces/{wildcards.model}"
+        " --output {output.metrics} --trace-dir results/traces/{wildcards.model} --headline {output.headline}"
         " --usage results/usage/{wildcards.model} --settings {params.settings:q}"

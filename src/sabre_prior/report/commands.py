@@ -84,14 +84,11 @@ def _p_figures(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------------------
 def _plot_data(args: argparse.Namespace) -> int:
     from ..settings import load_settings
-    from .plotdata import write_headline, write_plot_data
+    from .plotdata import write_plot_data
 
     params = load_settings(args)
     n = write_plot_data(params, Path(args.metrics_dir), Path(args.output))
     print(f"{n} rows -> {args.output}")
-    if args.headline:
-        write_headline(params, Path(args.metrics_dir), Path(args.headline))
-        print(f"headline accuracies -> {args.headline}/<model>.json")
     return 0
 
 
@@ -99,11 +96,6 @@ def _p_plot_data(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plot-data", help="write per-split accuracy by model for `dvc plots` (CSV)")
     p.add_argument("--metrics-dir", default=C.METRICS_DIR, help="folder of the per-model metrics JSON files (sabre evaluate)")
     p.add_argument("--output", default="results/plots/split_accuracy.csv", help="the CSV that `dvc plots` reads")
-    p.add_argument(
-        "--headline",
-        default="results/headline",
-        help="folder of <model>.json with the macro and split accuracies (`dvc metrics show`; '' for none)",
-    )
     add_params(p)
     p.set_defaults(func=_plot_data)
 

@@ -47,22 +47,3 @@ def write_plot_data(params: Mapping[str, Any], metrics_dir: Path, output: Path) 
     write_text(output, "\n".join(lines) + "\n")
     return len(rows)
 
-
-#: ``dvc metrics show``'s table: one small file per model (a row each), the macro and split accuracies.
-HEADLINE_DIR = "results/headline"
-
-
-def write_headline(params: Mapping[str, Any], metrics_dir: Path, outdir: Path) -> int:
-    """``<outdir>/<model>.json``: the model's macro and split accuracies in percent, as the tables
-    show them (the full metrics stay in results/metrics/); a removed model's file is removed."""
-    from ..io_utils import write_json
-
-    rows = split_accuracy_rows(params, metrics_dir)
-    models = list(params.get("models") or {})
-    for model in models:
-        values = {split: float(value) for m, split, value in rows if m == model}
-        write_json(Path(outdir) / f"{model}.json", {"macro": values.pop("macro"), **values})
-    for stale in Path(outdir).glob("*.json"):
-        if stale.stem not in models:
-            stale.unlink()
-    return len(models)

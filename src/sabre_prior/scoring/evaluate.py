@@ -350,8 +350,10 @@ def headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     width (about 85 columns with the four splits): the macro accuracy and each split's accuracy, in
     percent with one decimal as in the main table. Each split's n is the data's, the same in every
     row: it is in the main table and the metrics file, with everything else."""
-    out: dict[str, Any] = {"macro": round(100 * float(metrics[C.M_MACRO]), 1)}
+    from ..formatting import percent  # rounded half away from zero, as the tables round
+
+    out: dict[str, Any] = {"macro": float(percent(float(metrics[C.M_MACRO])))}
     for split in C.SPLITS:
         if split in metrics:
-            out[split] = round(100 * float(metrics[split][C.M_ACCURACY]), 1)
+            out[split] = float(percent(float(metrics[split][C.M_ACCURACY])))
     return out
