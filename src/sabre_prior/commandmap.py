@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "report": "analysis.commands",
     "prompt-sensitivity": "analysis.commands",
     "stability": "analysis.commands",
+    "parity": "analysis.commands",
     "tables": "report.commands",
     "figures": "report.commands",
     "plot-data": "report.commands",

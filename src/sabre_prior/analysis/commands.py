@@ -248,7 +248,33 @@ def _p_stability(sub: _Sub) -> None:
     p.set_defaults(func=_stability)
 
 
+# ---------------------------------------------------------------------------
+def _parity(args: argparse.Namespace) -> int:
+    from .parity import DO_NOT_POOL, write_parity
+
+    params, settings = _load(args)
+    rows, paths = write_parity(params, Path(args.traces_dir), Path(args.outdir), Path(args.figures_dir), settings)
+    pairs = {(r.comparison.model_a, r.comparison.model_b): r.do_not_pool for r in rows}
+    flagged = [f"{a}/{b}" for (a, b), f in pairs.items() if f]
+    print(f"backend parity: {len(pairs)} pair(s)" + (f"; {DO_NOT_POOL}: {', '.join(flagged)}" if flagged else ""))
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _p_parity(sub: _Sub) -> None:
+    p = sub.add_parser("parity", help="models serving one checkpoint through different backends, compared question by question")
+    p.add_argument(
+        "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
+    )
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for backend_parity.md/.csv")
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the backend_parity figure (.png, .pdf)")
+    _add_bootstrap(p)
+    add_params(p)
+    p.set_defaults(func=_parity)
+
 
 REGISTRARS: list[Callable[[_Sub], None]] = [
     _p_intervals, _p_compare, _p_diagnose, _p_paper_compare, _p_report, _p_prompt_sensitivity, _p_stability,
+    _p_parity,
 ]  # fmt: skip
