@@ -184,6 +184,8 @@ def _report(args: argparse.Namespace) -> int:
         paper_csv=args.paper,
         sensitivity_csv=args.sensitivity,
         stability_csv=args.stability,
+        parity_csv=args.parity,
+        invariance_csv=args.invariance,
     )
     out = write_report(args.output, data)
     print(f"{out} ({out.stat().st_size / 1e6:.2f} MB, {len(data['images'])} thumbnails)")
@@ -200,6 +202,8 @@ def _p_report(sub: _Sub) -> None:
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
     p.add_argument("--sensitivity", help="prompt_sensitivity.csv (optional; sabre prompt-sensitivity)")
     p.add_argument("--stability", help="stability.csv (optional; sabre stability)")
+    p.add_argument("--parity", help="backend_parity.csv (optional; sabre parity)")
+    p.add_argument("--invariance", help="batch_invariance.csv (optional; sabre batch-invariance)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
     p.add_argument("--output", default=C.REPORT_PATH, help="the HTML report to write")
