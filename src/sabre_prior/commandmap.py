@@ -34,4 +34,6 @@ COMMANDS: dict[str, str] = {
     "recipes": "repro.commands",
     "recover": "repro.commands",
     "status": "repro.commands",
+    "batch-audit": "batch_audit",
+    "batch-invariance": "batch_audit",
 }
