@@ -250,6 +250,7 @@ VARIANTS: tuple[tuple[str, dict[str, bool]], ...] = (
     ("+prefetch", {"prefetch_enabled": True, "group_by_length": False, "fast_processor": False}),
     ("+group by length", {"prefetch_enabled": True, "group_by_length": True, "fast_processor": False}),
     ("+fast processor", {"prefetch_enabled": True, "group_by_length": True, "fast_processor": True}),
+    ("none, again", {"prefetch_enabled": False, "group_by_length": False, "fast_processor": False}),  # order effects
 )
 
 

@@ -114,7 +114,8 @@ def test_batch_audit_and_invariance_table(project: Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(rows["random"]))
         writer.writeheader()
         writer.writerows(rows.values())
-    proc = sabre(project, "tables", "--invariance", str(planted), "--outdir", "t")
+    assert sabre(project, "parity").returncode == 0  # no two models serve one checkpoint here: nothing to mark
+    proc = sabre(project, "tables", "--parity", "results/tables/backend_parity.csv", "--invariance", str(planted), "--outdir", "t")
     assert proc.returncode == 0, proc.stderr
     md = (project / "t/main_results.md").read_text()
     assert "| World prior ‡ |" in md and "| Random |" in md

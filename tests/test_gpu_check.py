@@ -89,7 +89,7 @@ def test_smoke_run_on_cpu(tmp_path: Path) -> None:
     assert flops["flops_per_question"] > 2 * flops["text_params"] * flops["prompt_tokens"]
     assert hf["bf16_matmul_tflops"] is None and "ratio_to_bf16_rate" not in flops  # no GPU: no rate, no ratio
     assert hf["batch1_vs_batchN"]["questions"] == 6 and "batch size 1 vs the configured batch size on 6 questions" in proc.stdout
-    assert [v["variant"] for v in hf["variants"]] == ["none", "+prefetch", "+group by length", "+fast processor"]
+    assert [v["variant"] for v in hf["variants"]] == ["none", "+prefetch", "+group by length", "+fast processor", "none, again"]
     assert all(v["questions"] == 8 and v["questions_per_s"] > 0 for v in hf["variants"])
 
 

@@ -197,15 +197,11 @@ def write_invariance(params: Mapping[str, Any], runs_dir: Path, tables_dir: Path
 
 def draw(records: Sequence[Mapping[str, Any]], names: Mapping[str, str], outdir: Path) -> list[Path]:
     """Each audited model's flip rate and accuracy difference with their intervals."""
-    from .report.plotting import plt, save_figure, style
+    from .report.plotting import note_figure, plt, save_figure, style
 
+    if not records:
+        return note_figure("Batch invariance: no model is audited at batch size 1\n(batch_audit: true in params.yaml).", outdir, STEM)
     with style():
-        if not records:
-            fig, ax = plt.subplots(figsize=(6.0, 1.2))
-            ax.axis("off")
-            ax.text(0.5, 0.5, "Batch invariance: no model is audited at batch size 1\n(batch_audit: true in params.yaml).",
-                    ha="center", va="center")  # fmt: skip
-            return save_figure(fig, outdir, STEM)
         fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 0.9 + 0.45 * len(records)))
         ys = list(range(len(records)))
         for ax, key, label in ((left, "flip_rate", "Flip rate, batch 1 vs N (%)"), (right, "difference", "Accuracy batch 1 - N (points)")):

@@ -94,11 +94,15 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _p_compare(sub: _Sub) -> None:
-    p = sub.add_parser("compare", help="paired comparison of every two models (bootstrap interval, exact McNemar)")
+def _add_traces_root(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
     )
+
+
+def _p_compare(sub: _Sub) -> None:
+    p = sub.add_parser("compare", help="paired comparison of every two models (bootstrap interval, exact McNemar)")
+    _add_traces_root(p)
     p.add_argument(
         "--outdir", default=C.TABLES_DIR, help=f"where model_comparison.{{md,csv}} go (default: {C.TABLES_DIR})"
     )
@@ -131,9 +135,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def _p_diagnose(sub: _Sub) -> None:
     p = sub.add_parser("diagnose", help="world-prior diagnostics, parse failures, pair-outcome figure")
-    p.add_argument(
-        "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
-    )
+    _add_traces_root(p)
     add_data_dir(p)
     p.add_argument("--tables-dir", default=C.TABLES_DIR, help="folder for the diagnostics CSV tables")
     p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the diagnostics figures")
@@ -268,9 +270,7 @@ def _parity(args: argparse.Namespace) -> int:
 
 def _p_parity(sub: _Sub) -> None:
     p = sub.add_parser("parity", help="models serving one checkpoint through different backends, compared question by question")
-    p.add_argument(
-        "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
-    )
+    _add_traces_root(p)
     p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for backend_parity.md/.csv")
     p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the backend_parity figure (.png, .pdf)")
     _add_bootstrap(p)

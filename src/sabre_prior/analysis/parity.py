@@ -273,18 +273,14 @@ def draw(params: Mapping[str, Any], rows: Sequence[ParityRow], outdir: Path) -> 
     """Left: same-answer and identical-text shares per split; right: A - B with its interval. One row of
     panels per pair; with no pair, a figure that says there is nothing to compare."""
     from ..config import display_name
-    from ..report.plotting import plt, save_figure, series_style, style
+    from ..report.plotting import note_figure, plt, save_figure, series_style, style
 
     blocks: dict[tuple[str, str], list[ParityRow]] = {}
     for r in rows:
         blocks.setdefault((r.comparison.model_a, r.comparison.model_b), []).append(r)
+    if not blocks:
+        return note_figure("Backend parity: no two configured models serve the same checkpoint;\nnothing to compare.", outdir, STEM)
     with style():
-        if not blocks:
-            fig, ax = plt.subplots(figsize=(6.0, 1.2))
-            ax.axis("off")
-            ax.text(0.5, 0.5, "Backend parity: no two configured models serve the same checkpoint;\nnothing to compare.",
-                    ha="center", va="center")  # fmt: skip
-            return save_figure(fig, Path(outdir), STEM)
         fig, axes = plt.subplots(len(blocks), 2, figsize=(8.0, 0.8 + 1.6 * len(blocks)), squeeze=False)
         for (left, right), ((a, b), block) in zip(axes, blocks.items()):
             labels = [r.comparison.split for r in block]
