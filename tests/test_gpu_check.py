@@ -101,3 +101,34 @@ def test_missing_requirements_are_named_before_the_demo_is_built(tmp_path: Path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "vllm is not installed (needed by the vllm backend)" in proc.stderr
     assert not (tmp_path / "w").exists()  # nothing built: the check comes first
+
+
+@pytest.mark.slow
+def test_device_script_on_cpu(tmp_path: Path) -> None:
+    """benchmarks/gpu_check_device.sh (the command docs/performance.md shows) on this machine's CPU:
+    the demo's Parquet splits in .gpu/parquet-full, its output files under $OUT."""
+    import os
+    import shutil
+
+    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    from sabre_prior.data.demo import generate
+    from sabre_prior.data.fetch import fetch_split
+
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "benchmarks", root / "benchmarks")
+    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests" / "fixtures", root / "tests" / "fixtures")
+    generate(tmp_path / "demo", scale="small", seed=0)
+    for split in ("context", "texture", "attribute", "language"):
+        fetch_split(str(tmp_path / "demo"), split, root / ".gpu" / "parquet-full" / f"{split}.parquet")
+    env = {**os.environ, "GPU_CHECK_CPU": "1", "PY": sys.executable, "OUT": str(tmp_path / "out"), "W": str(tmp_path / "w")}
+    proc = subprocess.run(
+        ["bash", "benchmarks/gpu_check_device.sh", "--random-arch", "qwen2_5_vl", "--device", "cpu", "--max-questions", "8",
+         "--max-new-tokens", "2", "--hf-batch-size", "4", "--batch1-questions", "4"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "rc=0 after" in proc.stdout and ("vllm: not installed on this machine" in proc.stdout or "\nvllm " in proc.stdout)
+    result = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert result["backends"]["transformers"]["questions"] == 8
+    assert (tmp_path / "out" / "gpu_check.log").read_text().count("batch size 1 vs the configured batch size on 4 questions") == 1
