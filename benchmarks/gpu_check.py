@@ -164,31 +164,145 @@ class GpuMemorySampler:
 # ---------------------------------------------------------------------------
 # one backend (worker process)
 # ---------------------------------------------------------------------------
-def run_backend(backend_name: str, settings: dict[str, Any], parquet: Path, max_questions: int | None) -> dict[str, Any]:
-    """Answer every question with one backend; timings, tokens and answers."""
-    from sabre_prior.inference.predict import build_queries
-    from sabre_prior.inference.models.base import create_backend
-    from sabre_prior.inference.prompts import DEFAULT_TEMPLATE
+def bf16_matmul_tflops(n: int = 8192, repeats: int = 10) -> float | None:
+    """The GPU's measured bf16 matrix rate (TFLOP/s): the mean of ``repeats`` n x n x n products after
+    three warm-ups, on random data (the ceiling the model's work is compared with)."""
+    import torch
 
-    queries = [q for split in SPLITS for q in build_queries(parquet / f"{split}.parquet", split, DEFAULT_TEMPLATE)]
-    if max_questions:
-        queries = queries[:max_questions]
-    backend = create_backend(backend_name, settings)
-    backend.check_ready()
+    if not torch.cuda.is_available():
+        return None
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
     t0 = time.perf_counter()
-    backend.complete_batch(queries[:1])  # loads the model (and compiles, for vLLM)
-    load_s = time.perf_counter() - t0
-    batch = int(settings.get("batch_size", 16))
+    for _ in range(repeats):
+        a @ b
+    torch.cuda.synchronize()
+    seconds = (time.perf_counter() - t0) / repeats
+    del a, b
+    torch.cuda.empty_cache()
+    return round(2 * n**3 / seconds / 1e12, 1)
+
+
+def flops_per_question(backend: Any, queries: list[Any], output_tokens: float) -> dict[str, Any]:
+    """FLOPs one question costs, from the loaded model's parameter counts and these questions' encodings:
+    2 x (language-model parameters) per prompt and generated token, 2 x L x T^2 x hidden for causal
+    attention over the T prompt tokens, and 2 x (vision-tower parameters) per image patch (the vision
+    tower's own attention, windowed in Qwen2.5-VL, is left out: a lower bound)."""
+    model = backend._model
+    config = model.config
+    text = getattr(config, "text_config", config)
+    vision_params = sum(p.numel() for n, p in model.named_parameters() if "visual" in n or "vision" in n)
+    text_params = sum(p.numel() for n, p in model.named_parameters() if not ("visual" in n or "vision" in n))
+    embed = model.get_input_embeddings().weight.numel()  # a lookup, not a product
+    text_params -= embed
+    image_id = getattr(config, "image_token_id", None)
+    prompt = images = patches = 0
+    for q in queries:
+        enc = backend._encode([q])
+        ids = enc["input_ids"][0]
+        prompt += int(ids.numel())
+        images += int((ids == image_id).sum()) if image_id is not None else 0
+        pv = enc.get("pixel_values")
+        if pv is not None:  # Qwen2-VL family: (patches, channels x temporal x patch x patch)
+            patches += int(pv.shape[0]) if pv.dim() == 2 else int(pv.shape[0] * (pv.shape[-1] // 14) * (pv.shape[-2] // 14))
+    k = max(1, len(queries))
+    t, out = prompt / k, output_tokens
+    layers, hidden = int(text.num_hidden_layers), int(text.hidden_size)
+    flops = 2 * text_params * (t + out) + 2 * layers * t * t * hidden + 2 * vision_params * patches / k
+    return {
+        "flops_per_question": float(flops),
+        "prompt_tokens": round(t, 1),
+        "image_tokens": round(images / k, 1),
+        "image_patches": round(patches / k, 1),
+        "text_params": int(text_params),
+        "vision_params": int(vision_params),
+    }
+
+
+def _answer_all(backend: Any, queries: list[Any], engine_like: bool = True) -> tuple[dict[str, str], int, int, float]:
+    """Answers, input and output tokens and seconds for ``queries``, sent as the engine sends them
+    (ordered by ``order_key`` when the backend groups by length; batches of ``batch_size``, the next
+    one named through ``prefetch``)."""
+    batch = backend.cfg.batch_size
+    ordered = list(queries)
+    if engine_like and getattr(backend, "group_by_length", False) and hasattr(backend, "order_key"):
+        ordered.sort(key=backend.order_key)
     answers: dict[str, str] = {}
     in_tok = out_tok = 0
     t0 = time.perf_counter()
-    for start in range(0, len(queries), batch):
-        chunk = queries[start : start + batch]
+    for start in range(0, len(ordered), batch):
+        chunk = ordered[start : start + batch]
+        if hasattr(backend, "prefetch") and start + batch < len(ordered):
+            backend.prefetch(ordered[start + batch : start + 2 * batch])
         for q, c in zip(chunk, backend.complete_batch(chunk)):
             answers[q.id] = c.text
             in_tok += c.input_tokens or 0
             out_tok += c.output_tokens or 0
-    gen_s = time.perf_counter() - t0
+    return answers, in_tok, out_tok, time.perf_counter() - t0
+
+
+#: The transformers backend's switches (``TransformersBackend`` class attributes), turned on one by one.
+VARIANTS: tuple[tuple[str, dict[str, bool]], ...] = (
+    ("none", {"prefetch_enabled": False, "group_by_length": False, "fast_processor": False}),
+    ("+prefetch", {"prefetch_enabled": True, "group_by_length": False, "fast_processor": False}),
+    ("+group by length", {"prefetch_enabled": True, "group_by_length": True, "fast_processor": False}),
+    ("+fast processor", {"prefetch_enabled": True, "group_by_length": True, "fast_processor": True}),
+    ("none, again", {"prefetch_enabled": False, "group_by_length": False, "fast_processor": False}),  # order effects
+)
+
+
+def run_backend(
+    backend_name: str, settings: dict[str, Any], parquet: Path, max_questions: int | None, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Answer every question with one backend; timings, tokens and answers; for transformers also
+    where the time goes, the ratio to the GPU's bf16 rate, batch 1 against batch N, and each switch's effect."""
+    import dataclasses
+
+    from sabre_prior.inference.models.base import create_backend
+    from sabre_prior.inference.predict import build_queries
+    from sabre_prior.inference.prompts import DEFAULT_TEMPLATE
+
+    options = options or {}
+    queries = [q for split in SPLITS for q in build_queries(parquet / f"{split}.parquet", split, DEFAULT_TEMPLATE)]
+    if max_questions:
+        queries = queries[:max_questions]
+    hf = backend_name == "transformers"
+    tflops = bf16_matmul_tflops() if hf else None
+    result: dict[str, Any] = {"backend": backend_name, "questions": len(queries), "bf16_matmul_tflops": tflops}
+    if hf and options.get("variants"):
+        # each switch's effect, on a fresh backend per variant (its own load, its own processor choice)
+        from sabre_prior.inference.models import transformers_backend as tb
+
+        n, tokens = options.get("variant_questions") or len(queries), options.get("variant_tokens") or 4
+        rows = []
+        for label, switches in VARIANTS:
+            b = create_backend(backend_name, {**settings, "max_output_tokens": tokens})
+            for key, value in switches.items():
+                setattr(b, key, value)
+            b.check_ready()
+            b.complete_batch(queries[:1])
+            before = dict(b.stats)
+            _, _, _, seconds = _answer_all(b, queries[:n])
+            split = {k: round(b.stats[k] - before[k], 2) for k in tb.TIMING_KEYS}
+            rows.append({"variant": label, "questions": n, "max_new_tokens": tokens, "seconds": round(seconds, 2),
+                         "questions_per_s": round(n / seconds, 2), **split,
+                         "image_processor": (b.image_processor_check or {}).get("used")})  # fmt: skip
+            print(f"variant {label}: {rows[-1]}", flush=True)
+            b.close()
+        result["variants"] = rows
+        result["image_processor_check"] = b.image_processor_check
+    backend = create_backend(backend_name, settings)
+    if hf:
+        backend.time_split = True
+    backend.check_ready()
+    t0 = time.perf_counter()
+    backend.complete_batch(queries[:1])  # loads the model (and compiles, for vLLM)
+    load_s = time.perf_counter() - t0
+    before = dict(backend.stats)
+    answers, in_tok, out_tok, gen_s = _answer_all(backend, queries)
     torch_peak = None
     try:
         import torch
@@ -197,10 +311,7 @@ def run_backend(backend_name: str, settings: dict[str, Any], parquet: Path, max_
             torch_peak = round(torch.cuda.max_memory_allocated() / 2**20)
     except ModuleNotFoundError:
         pass
-    backend.close()
-    return {
-        "backend": backend_name,
-        "questions": len(queries),
+    result.update({
         "load_s": round(load_s, 2),
         "generate_s": round(gen_s, 2),
         "questions_per_s": round(len(queries) / gen_s, 2),
@@ -210,7 +321,25 @@ def run_backend(backend_name: str, settings: dict[str, Any], parquet: Path, max_
         "torch_peak_mib": torch_peak,
         "answers": answers,
         "rows": {q.id: {"eval_type": q.row.get("eval_type"), "options": q.row.get("options")} for q in queries},
-    }
+    })  # fmt: skip
+    if hf:
+        from sabre_prior.inference.models import transformers_backend as tb
+
+        result["time_split_s"] = {k: round(backend.stats[k] - before[k], 2) for k in tb.TIMING_KEYS}
+        result["image_processor_check"] = backend.image_processor_check
+        cost = flops_per_question(backend, queries[:8], out_tok / max(1, len(queries)))
+        result["flops"] = cost
+        if tflops:
+            achieved = cost["flops_per_question"] * len(queries) / gen_s / 1e12
+            result["flops"].update(achieved_tflops=round(achieved, 1), ratio_to_bf16_rate=round(achieved / tflops, 3))
+        k = options.get("batch1_questions") or 0
+        if k and backend.cfg.batch_size > 1:
+            backend.cfg = dataclasses.replace(backend.cfg, batch_size=1)
+            subset = queries[:k]
+            one, _, _, one_s = _answer_all(backend, subset, engine_like=False)
+            result["batch1"] = {"questions": len(subset), "seconds": round(one_s, 2), "answers": one}
+    backend.close()
+    return result
 
 
 def agreement(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
@@ -265,6 +394,46 @@ def backend_settings(args: argparse.Namespace, backend: str, model_dir: str, dum
     return common
 
 
+def batch1_agreement(r: dict[str, Any]) -> dict[str, Any] | None:
+    """Batch size 1 against the configured batch size on the re-asked questions (:func:`agreement`)."""
+    one = r.get("batch1")
+    if not one:
+        return None
+    ids = set(one["answers"])
+    main = {"answers": {i: a for i, a in r["answers"].items() if i in ids}, "rows": r["rows"]}
+    return agreement(main, {"answers": one["answers"], "rows": r["rows"]})
+
+
+def describe_backend(name: str, r: dict[str, Any]) -> None:
+    """Where one backend's time went, its ratio to the GPU's bf16 rate, batch 1 vs N, the switches' effect."""
+    split = r.get("time_split_s")
+    if split:
+        total = r["generate_s"]
+        parts = [("image decode", split["image_decode_s"]), ("processor", split["processor_s"]),
+                 ("model: vision tower + prefill", split["prefill_s"]), ("model: decode", split["decode_s"])]  # fmt: skip
+        print(f"{name}: time of {total} s answering: " + ", ".join(f"{k} {v} s" for k, v in parts)
+              + f" (CPU work overlapped by prefetch; waited for it {split['encode_wait_s']} s)")  # fmt: skip
+    flops = r.get("flops")
+    if flops:
+        print(f"{name}: {flops['flops_per_question']:.3g} FLOP per question ({flops['prompt_tokens']} prompt tokens of which "
+              f"{flops['image_tokens']} image tokens, {flops['image_patches']} image patches; {flops['text_params'] / 1e9:.2f}e9 "
+              f"language-model and {flops['vision_params'] / 1e9:.2f}e9 vision parameters)")  # fmt: skip
+        if "ratio_to_bf16_rate" in flops:
+            print(f"{name}: {flops['achieved_tflops']} TFLOP/s achieved against {r['bf16_matmul_tflops']} TFLOP/s measured "
+                  f"bf16 matmul rate: {100 * flops['ratio_to_bf16_rate']:.1f}% of the physical limit")  # fmt: skip
+    if r.get("image_processor_check"):
+        print(f"{name}: image processor: {r['image_processor_check']}")
+    agree = batch1_agreement(r)
+    if agree:
+        r["batch1_vs_batchN"] = agree
+        print(f"{name}: batch size 1 vs the configured batch size on {agree['questions']} questions: "
+              f"identical text {100 * agree['identical_text']:.1f}%, same extracted answer {100 * agree['same_extracted_answer']:.1f}%")  # fmt: skip
+    for v in r.get("variants") or []:
+        print(f"{name} switches {v['variant']:<18} {v['questions']} questions at {v['max_new_tokens']} tokens: "
+              f"{v['questions_per_s']} q/s ({v['seconds']} s; decode+processor {round(v['image_decode_s'] + v['processor_s'], 2)} s, "
+              f"waited {v['encode_wait_s']} s; {v['image_processor']})")  # fmt: skip
+
+
 def _worker_main(args: argparse.Namespace) -> int:
     if args.worker == "make-random":
         make_random_checkpoint(args.model, Path(args.worker_out))
@@ -273,7 +442,9 @@ def _worker_main(args: argparse.Namespace) -> int:
         make_random_arch(args.random_arch, Path(args.worker_out))
         return 0
     settings = json.loads(args.worker_settings)
-    result = run_backend(args.worker, settings, Path(args.worker_data), args.max_questions)
+    options = {"variants": args.variants, "variant_questions": args.variant_questions,
+               "variant_tokens": args.variant_tokens, "batch1_questions": args.batch1_questions}  # fmt: skip
+    result = run_backend(args.worker, settings, Path(args.worker_data), args.max_questions, options)
     Path(args.worker_out).write_text(json.dumps(result))
     return 0
 
@@ -282,6 +453,9 @@ def _spawn(args: argparse.Namespace, extra: list[str], log: Path) -> tuple[int, 
     cmd = [sys.executable, str(Path(__file__).resolve()), *extra]
     if args.max_questions:
         cmd += ["--max-questions", str(args.max_questions)]
+    if args.variants:
+        cmd += ["--variants", "--variant-questions", str(args.variant_questions or 0), "--variant-tokens", str(args.variant_tokens)]
+    cmd += ["--batch1-questions", str(args.batch1_questions)]
     with GpuMemorySampler() as sampler, open(log, "w") as fh:
         rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT).returncode
     return rc, sampler.peak_mib
@@ -306,6 +480,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.85)
     p.add_argument("--tensor-parallel-size", type=int, default=1)
     p.add_argument("--max-pixels", type=int, default=None, help="processor max_pixels (Qwen2-VL family)")
+    p.add_argument("--variants", action="store_true",
+                   help="transformers: time the prefetch, length-grouping and fast-processor switches one by one first")
+    p.add_argument("--variant-questions", type=int, default=None, help="questions per variant (default: all)")
+    p.add_argument("--variant-tokens", type=int, default=4, help="new tokens per answer in the variants (default 4)")
+    p.add_argument("--batch1-questions", type=int, default=32,
+                   help="transformers: questions asked again at batch size 1 to compare with batch N (0: none)")
     p.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "sabre-gpu-check")
     p.add_argument("--output", type=Path, default=None, help="results JSON (default: WORKDIR/gpu_check.json)")
     # internal: one backend in a worker process
@@ -401,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<13}{r['load_s']:>8}{r['generate_s']:>9}{r['questions_per_s']:>9}{r['output_tokens_per_s']:>11}"
             f"{str(r['gpu_peak_mib']):>14}{str(r['torch_peak_mib']):>16}"
         )
+    for name, r in results.items():
+        describe_backend(name, r)
     from sabre_prior.inference.models.local_common import decoding_for
 
     decoding = decoding_for("gpu_check", backend_settings(args, "transformers", model_dir, False))
@@ -409,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": model_dir,
         "decoding": decoding,
         "random_weights": bool(args.random_weights or args.random_arch or args.tiny or args.dummy),
-        "backends": {k: {kk: vv for kk, vv in v.items() if kk not in ("answers", "rows")} for k, v in results.items()},
+        "backends": {k: {kk: vv for kk, vv in v.items() if kk not in ("answers", "rows", "batch1")} for k, v in results.items()},
     }
     if len(results) == 2 and not args.dummy:
         a, b = results.values()

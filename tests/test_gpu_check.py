@@ -70,13 +70,27 @@ def test_smoke_run_on_cpu(tmp_path: Path) -> None:
     assert (work / "random-weights" / "config.json").exists()
     assert "questions" in proc.stdout and "q/s" in proc.stdout
     assert result["decoding"]["strategy"] == "greedy" and result["decoding"]["max_new_tokens"] == 3
-    # a random checkpoint of a family architecture, built from no files (the 7B one needs a GPU)
-    proc = subprocess.run([*base, "--random-arch", "qwen2_5_vl", "--output", str(tmp_path / "a.json")],
+    # a random checkpoint of a family architecture, built from no files (the 7B one needs a GPU), with
+    # where the time goes, the FLOPs per question, batch 1 vs batch N and each switch's effect (issue 34)
+    proc = subprocess.run([*base, "--random-arch", "qwen2_5_vl", "--output", str(tmp_path / "a.json"), "--hf-batch-size", "4",
+                           "--variants", "--variant-questions", "8", "--batch1-questions", "6"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     arch = json.loads((tmp_path / "a.json").read_text())
-    assert arch["backends"]["transformers"]["questions"] == 10 and "transformers target" in proc.stdout
+    hf = arch["backends"]["transformers"]
+    assert hf["questions"] == 10 and "transformers target" in proc.stdout
     assert json.loads((work / "random-qwen2_5_vl" / "config.json").read_text())["model_type"] == "qwen2_5_vl"
+    split = hf["time_split_s"]
+    assert split["image_decode_s"] > 0 and split["processor_s"] > 0 and split["prefill_s"] > 0 and split["decode_s"] >= 0
+    assert "model: vision tower + prefill" in proc.stdout
+    flops = hf["flops"]
+    assert flops["text_params"] > 0 and flops["vision_params"] > 0 and flops["image_tokens"] > 0
+    assert flops["image_patches"] == 4 * flops["image_tokens"]  # Qwen2.5-VL merges 2 x 2 patches into one token
+    assert flops["flops_per_question"] > 2 * flops["text_params"] * flops["prompt_tokens"]
+    assert hf["bf16_matmul_tflops"] is None and "ratio_to_bf16_rate" not in flops  # no GPU: no rate, no ratio
+    assert hf["batch1_vs_batchN"]["questions"] == 6 and "batch size 1 vs the configured batch size on 6 questions" in proc.stdout
+    assert [v["variant"] for v in hf["variants"]] == ["none", "+prefetch", "+group by length", "+fast processor", "none, again"]
+    assert all(v["questions"] == 8 and v["questions_per_s"] > 0 for v in hf["variants"])
 
 
 def test_missing_requirements_are_named_before_the_demo_is_built(tmp_path: Path) -> None:
@@ -87,3 +101,34 @@ def test_missing_requirements_are_named_before_the_demo_is_built(tmp_path: Path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "vllm is not installed (needed by the vllm backend)" in proc.stderr
     assert not (tmp_path / "w").exists()  # nothing built: the check comes first
+
+
+@pytest.mark.slow
+def test_device_script_on_cpu(tmp_path: Path) -> None:
+    """benchmarks/gpu_check_device.sh (the command docs/performance.md shows) on this machine's CPU:
+    the demo's Parquet splits in .gpu/parquet-full, its output files under $OUT."""
+    import os
+    import shutil
+
+    pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+    from sabre_prior.data.demo import generate
+    from sabre_prior.data.fetch import fetch_split
+
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "benchmarks", root / "benchmarks")
+    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests" / "fixtures", root / "tests" / "fixtures")
+    generate(tmp_path / "demo", scale="small", seed=0)
+    for split in ("context", "texture", "attribute", "language"):
+        fetch_split(str(tmp_path / "demo"), split, root / ".gpu" / "parquet-full" / f"{split}.parquet")
+    env = {**os.environ, "GPU_CHECK_CPU": "1", "PY": sys.executable, "OUT": str(tmp_path / "out"), "W": str(tmp_path / "w")}
+    proc = subprocess.run(
+        ["bash", "benchmarks/gpu_check_device.sh", "--random-arch", "qwen2_5_vl", "--device", "cpu", "--max-questions", "8",
+         "--max-new-tokens", "2", "--hf-batch-size", "4", "--batch1-questions", "4"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "rc=0 after" in proc.stdout and ("vllm: not installed on this machine" in proc.stdout or "\nvllm " in proc.stdout)
+    result = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert result["backends"]["transformers"]["questions"] == 8
+    assert (tmp_path / "out" / "gpu_check.log").read_text().count("batch size 1 vs the configured batch size on 4 questions") == 1

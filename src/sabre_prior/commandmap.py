@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "report": "analysis.commands",
     "prompt-sensitivity": "analysis.commands",
     "stability": "analysis.commands",
+    "parity": "analysis.commands",
     "tables": "report.commands",
     "figures": "report.commands",
     "plot-data": "report.commands",
@@ -26,4 +27,6 @@ COMMANDS: dict[str, str] = {
     "audit-run": "audit_run",
     "audit": "audit",
     "recover": "sync",
+    "batch-audit": "batch_audit",
+    "batch-invariance": "batch_audit",
 }

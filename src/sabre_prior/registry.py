@@ -39,6 +39,7 @@ DEFAULT_MAX_OUTPUT_TOKENS = 64
 #: Keys every backend accepts in params.yaml (labels, prompt, job resources, the sent image).
 _COMMON: tuple[str, ...] = (
     "backend", "display_name", "paper_name", "provider", "prompt_template", "threads", "mem_mb", "runtime", "image",
+    "same_model_as", "batch_audit",
 )  # fmt: skip
 #: Keys of the hosted-API backends (``ApiBackend.COMMON_SETTINGS``, each class's ``extra_settings``,
 #: the operational keys an API call reads).  One list for the three providers, as before the registry.
@@ -56,6 +57,35 @@ _LOCAL: tuple[str, ...] = _COMMON + (
     "enforce_eager", "trust_remote_code", "allow_download", "load_format", "system_prompt", "processor_kwargs",
     "model_kwargs", "seed", "concurrency", "repetition_penalty", "chat_template",
 )  # fmt: skip
+#: Keys only the vLLM backend takes: ``batch_invariant`` (docs.vllm.ai, "Batch Invariance":
+#: ``VLLM_BATCH_INVARIANT=1``, set for that model's job only).
+_VLLM: tuple[str, ...] = _LOCAL + ("batch_invariant",)
+
+#: The JSON schema of the model settings this module adds (issue 34), merged into the params schema's
+#: ``$defs.model.properties`` by :func:`sabre_prior.config.load_schema` until
+#: ``params.schema.yaml`` lists them itself (the same text, in YAML).
+SETTING_SCHEMAS: dict[str, dict[str, Any]] = {
+    "same_model_as": {
+        "type": "string",
+        "minLength": 1,
+        "description": (
+            "The checkpoint this model serves: another model's name in params.yaml, or a checkpoint id "
+            "(e.g. Qwen/Qwen2.5-VL-7B-Instruct, optionally @revision); models serving one checkpoint are "
+            "compared in results/tables/backend_parity.* (docs/parity.md)."
+        ),
+    },
+    "batch_audit": {
+        "type": "boolean",
+        "description": (
+            "Batch-invariance audit (docs/parity.md): the audit subset (audit.questions, audit.seed) is asked "
+            "again at batch size 1 and compared with the main run (results/tables/batch_invariance.*)."
+        ),
+    },
+    "batch_invariant": {
+        "type": "boolean",
+        "description": "vLLM only: run with VLLM_BATCH_INVARIANT=1 (docs.vllm.ai, Batch Invariance; compute capability >= 8.0).",
+    },
+}
 
 
 #: OpenAI-compatible providers (``provider`` of an ``openai``-backend model) whose docs
@@ -120,7 +150,7 @@ BACKENDS: tuple[BackendSpec, ...] = (
     ),
     BackendSpec(
         "vllm", "sabre_prior.inference.models.vllm_backend:VLLMBackend", "local",
-        ("vllm", "torch", "torchvision", "transformers"), settings=_LOCAL, required=("model_id",),
+        ("vllm", "torch", "torchvision", "transformers"), settings=_VLLM, required=("model_id",),
     ),
 )  # fmt: skip
 

@@ -46,9 +46,13 @@ def build_report(root: Path, extra: dict | None = None) -> Path:
         assert main(["paper-compare"]) == 0
         assert main(["tables", "--intervals-dir", "results/intervals"]) == 0
         assert main(["figures", "--intervals-dir", "results/intervals"]) == 0
+        # a planted backend-parity verdict (issue 34): oracle and chatty are "one checkpoint" that must not be pooled
+        parity = Path("results/tables/backend_parity.csv")
+        parity.write_text("model_a,model_b,backend_a,backend_b,split,difference,do_not_pool\n"
+                          "oracle,chatty,baseline,baseline,macro,12.5,true\n")  # fmt: skip
         assert main([
             "report", "--comparison", "results/tables/model_comparison.csv", "--paper", "results/tables/paper_comparison.csv",
-            *(f"--figure=results/figures/{stem}.png" for stem in FIGURES),
+            "--parity", str(parity), *(f"--figure=results/figures/{stem}.png" for stem in FIGURES),
         ]) == 0  # fmt: skip
     finally:
         os.chdir(cwd)
@@ -197,6 +201,12 @@ def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.Temp
             assert flagged_cells == [["†" in c for c in r[1:]] for r in shown] and any(map(any, flagged_cells))
             assert "Mixed context " in page.inner_text("#main-note") and " non-answers (" in page.inner_text("#main-note")
             assert page.locator("#flags").is_visible() and "Mixed / context" in page.locator("#flags").inner_text()
+            # issue 34: a flagged macro is listed with its count; a model not to pool carries ‡ and its reason
+            flags_box = page.locator("#flags").inner_text()
+            assert ("Mixed / macro: " in flags_box) == nonanswers["mixed"]["macro"]["flagged"]
+            assert "Oracle ‡: do not pool with Chatty (baseline)" in flags_box and "Chatty ‡: do not pool with Oracle" in flags_box
+            served = rows.evaluate_all("rs => rs.map(r => !!r.querySelector('[data-serving=true]'))")
+            assert served == [k in ("oracle", "chatty") for k in keys]
             # every table with a row of the flagged model and split: the row flagged, the count beside the name
             for table in ("#parse-table", "#pairs-table"):
                 assert page.locator(f"{table} tbody tr.flagged").count() >= 1

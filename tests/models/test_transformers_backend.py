@@ -242,3 +242,56 @@ def test_snakemake_pipeline_evaluates_the_tiny_model(tiny_vlm_run: Path, tmp_pat
     run_log = json.loads((root / "results" / "logs" / "usage" / "tiny" / "context.json").read_text())
     assert run_log["calls"] == 0 and run_log["cached"] == len(before.splitlines())
     assert "throughput" not in run_log  # nothing was generated
+
+
+def test_prefetch_and_length_order_leave_the_answers_alone(tiny_model: Path) -> None:
+    """Issue 34: the next batch encoded in a thread (prefetch, named by the engine or within one call) and
+    the engine's length order change when the CPU works, not what is answered."""
+    from sabre_prior.inference.models import transformers_backend as tb
+
+    plain = _backend(tiny_model, batch_size=2, max_output_tokens=6)
+    plain.prefetch_enabled = plain.group_by_length = plain.fast_processor = False
+    reference = [c.text for c in plain.complete_batch(QUERIES)]
+    assert plain._pool is None and plain.stats["encode_wait_s"] == 0.0  # nothing ran ahead
+    fast = _backend(tiny_model, batch_size=2, max_output_tokens=6)
+    fast.time_split = True
+    assert [c.text for c in fast.complete_batch(QUERIES)] == reference
+    assert fast._pool is not None  # batches 2 and 3 were encoded in the worker thread
+    for key in tb.TIMING_KEYS:
+        assert fast.stats[key] >= 0.0
+    assert fast.stats["prefill_s"] > 0 and fast.stats["decode_s"] > 0 and fast.stats["image_decode_s"] > 0
+    assert fast.stats["model_s"] >= fast.stats["prefill_s"]
+    # as the engine sends them: ordered by order_key, the next batch named before this one is sent
+    ordered = sorted(QUERIES, key=fast.order_key)
+    assert [q.id for q in ordered] == [q.id for q in QUERIES]  # one image size; prompts grow with i
+    engine_like = _backend(tiny_model, batch_size=2, max_output_tokens=6)
+    engine_like.check_ready()
+    got = {}
+    for start in range(0, len(ordered), 2):
+        engine_like.prefetch(ordered[start + 2 : start + 4])
+        got.update({q.id: c.text for q, c in zip(ordered[start : start + 2], engine_like.complete_batch(ordered[start : start + 2]))})
+    assert [got[q.id] for q in QUERIES] == reference
+    assert engine_like._prefetched == {} and engine_like.stats["encode_wait_s"] > 0  # every named batch was used
+    assert engine_like.run_info()["image_processor"]["used"] == type(engine_like._processor.image_processor).__name__
+    for b in (plain, fast, engine_like):
+        b.close()
+
+
+def test_the_fast_image_processor_only_where_it_gives_the_same_pixels(tiny_model: Path) -> None:
+    """The checkpoint's fast image processor replaces the slow one only when the pixel values agree."""
+    from transformers import AutoImageProcessor
+
+    backend = _backend(tiny_model, batch_size=2, max_output_tokens=3)
+    backend.check_ready()
+    slow = AutoImageProcessor.from_pretrained(tiny_model, use_fast=False)
+    backend._processor.image_processor = slow
+    backend.complete_batch(QUERIES[:2])
+    check = backend.image_processor_check
+    fast_name = type(AutoImageProcessor.from_pretrained(tiny_model, use_fast=True)).__name__
+    if fast_name == type(slow).__name__:
+        assert check["fast"] == "the processor in use"
+    else:
+        assert check["fast"] == fast_name and isinstance(check["max_abs_diff"], float)
+        assert check["used"] == (fast_name if check["max_abs_diff"] <= 1e-4 else type(slow).__name__)
+        assert type(backend._processor.image_processor).__name__ == check["used"]
+    backend.close()

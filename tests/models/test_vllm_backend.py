@@ -323,3 +323,43 @@ def test_tokenizer_only_checkpoints_pass_the_vllm_preflight(tmp_path) -> None:
     assert preflight_processor("m", source, cfg, engine_places_images=True) is not None
     with pytest.raises(BackendError, match="has no tokenizer|not a vision-language"):
         preflight_processor("m", source, cfg)
+
+
+def test_batch_invariant_sets_the_documented_variable_for_its_job_and_is_recorded() -> None:
+    """Issue 34: ``batch_invariant: true`` -> VLLM_BATCH_INVARIANT=1 (docs.vllm.ai, "Batch Invariance"),
+    in the run manifest's decoding (local_common.decoding_for) and the usage summary's environment."""
+    from sabre_prior import registry
+    from sabre_prior.inference.models import vllm_backend
+    from sabre_prior.inference.models.local_common import decoding_for, local_cache_identity
+
+    on = {"backend": "vllm", "model_id": "Qwen/Qwen2.5-VL-7B-Instruct", "batch_invariant": True}
+    off = {**on, "batch_invariant": False}
+    assert vllm_backend.batch_invariant_env(on) == {"VLLM_BATCH_INVARIANT": "1"}
+    assert vllm_backend.batch_invariant_env(off) == {} and vllm_backend.batch_invariant_env({"backend": "vllm"}) == {}
+    with pytest.raises(BackendError, match="models.m.batch_invariant must be true or false"):
+        vllm_backend.batch_invariant_env({"batch_invariant": "yes"}, "m")
+    assert decoding_for("m", on)["batch_invariant"] == "VLLM_BATCH_INVARIANT=1"
+    assert "batch_invariant" not in decoding_for("m", off)
+    # other numerics, other answers: part of the journal's cache identity
+    assert local_cache_identity(on) != local_cache_identity(off)
+    # only the vLLM backend takes it
+    assert "batch_invariant" in registry.SPECS["vllm"].settings
+    assert "batch_invariant" not in registry.SPECS["transformers"].settings
+
+
+def test_issue_34_settings_validate_per_backend() -> None:
+    from sabre_prior.config import validate_params
+
+    base = {"dataset": {"source": "demo"}, "splits": ["context"]}
+    ok = {**base, "models": {
+        "vl": {"backend": "vllm", "model_id": "m", "batch_invariant": True, "batch_audit": True},
+        "hf": {"backend": "transformers", "model_id": "m", "batch_audit": True},
+        "api": {"backend": "openai", "model_id": "x", "api_key_env": "K", "same_model_as": "m"},
+        "random": {"backend": "baseline", "strategy": "random", "batch_audit": True},
+    }}  # fmt: skip
+    validate_params(ok)
+    bad = {**base, "models": {"hf": {"backend": "transformers", "model_id": "m", "batch_invariant": True}}}
+    with pytest.raises(ConfigError, match="models.hf.batch_invariant: unknown key for backend 'transformers'"):
+        validate_params(bad)
+    with pytest.raises(ConfigError, match="models.vl.batch_invariant"):
+        validate_params({**base, "models": {"vl": {"backend": "vllm", "model_id": "m", "batch_invariant": "yes"}}})

@@ -95,11 +95,15 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _p_compare(sub: _Sub) -> None:
-    p = sub.add_parser("compare", help="paired comparison of every two models (bootstrap interval, exact McNemar)")
+def _add_traces_root(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
     )
+
+
+def _p_compare(sub: _Sub) -> None:
+    p = sub.add_parser("compare", help="paired comparison of every two models (bootstrap interval, exact McNemar)")
+    _add_traces_root(p)
     p.add_argument(
         "--outdir", default=C.TABLES_DIR, help=f"where model_comparison.{{md,csv}} go (default: {C.TABLES_DIR})"
     )
@@ -132,9 +136,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def _p_diagnose(sub: _Sub) -> None:
     p = sub.add_parser("diagnose", help="world-prior diagnostics, parse failures, pair-outcome figure")
-    p.add_argument(
-        "--traces-dir", default=C.TRACES_DIR, help=f"root of <model>/<split>.jsonl traces (default: {C.TRACES_DIR})"
-    )
+    _add_traces_root(p)
     add_data_dir(p)
     p.add_argument("--tables-dir", default=C.TABLES_DIR, help="folder for the diagnostics CSV tables")
     p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the diagnostics figures")
@@ -185,6 +187,8 @@ def _report(args: argparse.Namespace) -> int:
         paper_csv=args.paper,
         sensitivity_csv=args.sensitivity,
         stability_csv=args.stability,
+        parity_csv=args.parity,
+        invariance_csv=args.invariance,
     )
     out = write_report(args.output, data)
     print(f"{out} ({out.stat().st_size / 1e6:.2f} MB, {len(data['images'])} thumbnails)")
@@ -201,6 +205,8 @@ def _p_report(sub: _Sub) -> None:
     p.add_argument("--paper", help="paper_comparison.csv (optional)")
     p.add_argument("--sensitivity", help="prompt_sensitivity.csv (optional; sabre prompt-sensitivity)")
     p.add_argument("--stability", help="stability.csv (optional; sabre stability)")
+    p.add_argument("--parity", help="backend_parity.csv (optional; sabre parity)")
+    p.add_argument("--invariance", help="batch_invariance.csv (optional; sabre batch-invariance)")
     p.add_argument("--figure", action="append", help="a PNG figure to show (repeatable)")
     p.add_argument("--thumbnail-px", type=int, help="thumbnail box size (default: analysis.report.thumbnail_px)")
     p.add_argument("--output", default=C.REPORT_PATH, help="the HTML report to write")
@@ -249,7 +255,31 @@ def _p_stability(sub: _Sub) -> None:
     p.set_defaults(func=_stability)
 
 
+# ---------------------------------------------------------------------------
+def _parity(args: argparse.Namespace) -> int:
+    from .parity import DO_NOT_POOL, write_parity
+
+    params, settings = _load(args)
+    rows, paths = write_parity(params, Path(args.traces_dir), Path(args.outdir), Path(args.figures_dir), settings)
+    pairs = {(r.comparison.model_a, r.comparison.model_b): r.do_not_pool for r in rows}
+    flagged = [f"{a}/{b}" for (a, b), f in pairs.items() if f]
+    print(f"backend parity: {len(pairs)} pair(s)" + (f"; {DO_NOT_POOL}: {', '.join(flagged)}" if flagged else ""))
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _p_parity(sub: _Sub) -> None:
+    p = sub.add_parser("parity", help="models serving one checkpoint through different backends, compared question by question")
+    _add_traces_root(p)
+    p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for backend_parity.md/.csv")
+    p.add_argument("--figures-dir", default=C.FIGURES_DIR, help="folder for the backend_parity figure (.png, .pdf)")
+    _add_bootstrap(p)
+    add_params(p)
+    p.set_defaults(func=_parity)
+
 
 REGISTRARS: list[Callable[[_Sub], None]] = [
     _p_intervals, _p_compare, _p_diagnose, _p_paper_compare, _p_report, _p_prompt_sensitivity, _p_stability,
+    _p_parity,
 ]  # fmt: skip

@@ -140,6 +140,8 @@ def report_data(
     paper_csv: str | Path | None = None,
     sensitivity_csv: str | Path | None = None,
     stability_csv: str | Path | None = None,
+    parity_csv: str | Path | None = None,
+    invariance_csv: str | Path | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as one JSON-able dict."""
     splits = list(params.get("splits") or C.SPLITS)
@@ -196,6 +198,8 @@ def report_data(
         "nonanswers": nonanswer_flags(params, intervals),
         "sensitivity": read_csv_rows(sensitivity_csv),
         "stability": read_csv_rows(stability_csv),
+        # issue 34: model -> why its score depends on the backend or the batch size (report.flags decides)
+        "serving": flags.serving_flags(parity_csv, invariance_csv, {m: display_name(params, m) for m in models}),
         "figures": [{"name": Path(f).stem, "src": png_uri(f), "caption": figure_caption(Path(f).stem)} for f in figures],
         "questions": questions,
         "results": results,

@@ -628,9 +628,17 @@ class Engine(Runner):
     # -- batch path -----------------------------------------------------------------------
     def _run_batches(self, pending: list[list[WorkItem]]) -> None:
         size = self.s.batch_size
+        # a local backend may ask for questions that pad alike to share a batch (order_key), and be told
+        # the next batch while it answers this one (prefetch: its CPU work overlaps the GPU's); issue 34
+        order_key = getattr(self.backend, "order_key", None) if getattr(self.backend, "group_by_length", False) else None
+        if order_key is not None:
+            pending = sorted(pending, key=lambda group: order_key(group[0].query))
+        prefetch = getattr(self.backend, "prefetch", None)
         try:
             for start in range(0, len(pending), size):
                 chunk = pending[start : start + size]
+                if prefetch is not None and start + size < len(pending):
+                    prefetch([g[0].query for g in pending[start + size : start + 2 * size]])
                 self._batch(chunk)
                 if self._abort is not None:
                     for group in pending[start + size :]:

@@ -142,7 +142,10 @@ def summarize(
     truncated = sorted(
         qid for qid in question_ids if qid in records and budget_spent(records[qid].get("finish_reason"))
     )
+    # vLLM's batch-invariant mode (issue 34): the environment the answers were made under, only where set
+    environment = {"VLLM_BATCH_INVARIANT": "1"} if config.settings.get("batch_invariant") else {}
     return {
+        **({"environment": environment} if environment else {}),
         "model": model,
         "split": split,
         "backend": config.backend,

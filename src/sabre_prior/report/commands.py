@@ -41,7 +41,8 @@ def _tables(args: argparse.Namespace) -> int:
 
     params = load_settings(args)
     intervals = Path(args.intervals_dir) if args.intervals_dir else None
-    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals, data_dir=Path(args.data))
+    paths = write_main_tables(params, Path(args.metrics_dir), Path(args.outdir), intervals, data_dir=Path(args.data),
+                              parity_csv=args.parity, invariance_csv=args.invariance)  # fmt: skip
     for path in paths:
         print(path)
     return 0
@@ -51,6 +52,8 @@ def _p_tables(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tables", help="write the paper's main table (md, csv, tex)")
     p.add_argument("--metrics-dir", default=C.METRICS_DIR, help="folder of the per-model metrics JSON files (sabre evaluate)")
     p.add_argument("--outdir", default=C.TABLES_DIR, help="folder for main_results.md/.csv/.tex and main_results_ci.csv")
+    p.add_argument("--parity", type=Path, help="backend_parity.csv (sabre parity): models not to pool are marked")
+    p.add_argument("--invariance", type=Path, help="batch_invariance.csv (sabre batch-invariance): scores that move with the batch size are marked")
     _add_intervals_dir(p)
     _add_data(p)
     add_params(p)

@@ -83,3 +83,57 @@ def footnote(entries: Iterable[tuple[str, str, Mapping[str, Any] | None]], thres
         f"{FLAG}: more than {threshold_text(threshold)} of the questions are non-answers (unparseable, refused, "
         f"failed or truncated; analysis.report.max_nonanswer_rate): " + "; ".join(seen.values()) + "."
     )
+
+
+# ---------------------------------------------------------------------------
+# Serving flags (issue 34): a score that depends on how the model was served
+# ---------------------------------------------------------------------------
+#: The mark beside a model whose score depends on the backend or the batch size (LaTeX: ``\ddag``).
+SERVING_FLAG = "‡"
+
+
+def _csv_rows(path: Any) -> list[dict[str, str]]:
+    import csv
+    from pathlib import Path
+
+    if path is None or not Path(path).is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def serving_flags(parity_csv: Any = None, invariance_csv: Any = None, names: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """``model -> [why its score is not the model's alone]`` from ``backend_parity.csv`` (a pair flagged
+    *do not pool*: both models) and ``batch_invariance.csv`` (a score that moves with the batch size by
+    more than its interval); empty where a file is not given or absent."""
+    from ..errors import DataError
+
+    names = names or {}
+    out: dict[str, list[str]] = {}
+    for i, row in enumerate(_csv_rows(parity_csv), start=2):
+        if not {"model_a", "model_b", "split", "do_not_pool"} <= set(row):
+            raise DataError(f"{parity_csv}:{i}: not a backend_parity.csv (needs model_a, model_b, split, do_not_pool)")
+        if row["split"] != C.I_MACRO or row["do_not_pool"] != "true":
+            continue
+        for me, other, backend in ((row["model_a"], row["model_b"], row.get("backend_b")), (row["model_b"], row["model_a"], row.get("backend_a"))):
+            out.setdefault(me, []).append(
+                f"do not pool with {names.get(other, other)} ({backend}): the same checkpoint answers significantly "
+                f"differently (macro {row['difference']} points A - B; backend_parity.md)"
+            )
+    for i, row in enumerate(_csv_rows(invariance_csv), start=2):
+        if not {"model", "depends_on_batch"} <= set(row):
+            raise DataError(f"{invariance_csv}:{i}: not a batch_invariance.csv (needs model, depends_on_batch)")
+        if row["depends_on_batch"] == "true":
+            out.setdefault(row["model"], []).append(
+                f"its score depends on the batch size (batch size 1 - batch size {row['batch_size']}: "
+                f"{row['difference']} points [{row['difference_low']}, {row['difference_high']}]; batch_invariance.md)"
+            )
+    return out
+
+
+def serving_note(flagged_models: Mapping[str, Sequence[str]], names: Mapping[str, str]) -> str:
+    """``‡: Model: why; ...`` for a table's caption, ``""`` when no model is flagged."""
+    if not flagged_models:
+        return ""
+    parts = [f"{names.get(m, m)}: " + "; ".join(why) for m, why in flagged_models.items()]
+    return f"{SERVING_FLAG}: the score depends on how the model was served: " + ". ".join(parts) + "."

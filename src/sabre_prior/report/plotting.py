@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ..io_utils import atomic_writer
 from . import style as style_module
 
-__all__ = ["DPI", "HATCHES", "PALETTE", "RC", "plt", "save_figure", "series_style", "style"]
+__all__ = ["DPI", "HATCHES", "PALETTE", "RC", "note_figure", "plt", "save_figure", "series_style", "style"]
 
 #: The model colours and hatches are :mod:`.style`'s (one palette for every figure and the HTML report).
 PALETTE, HATCHES = style_module.PALETTE, style_module.HATCHES
@@ -77,3 +77,12 @@ def save_figure(fig: Figure, outdir: Path, stem: str) -> list[Path]:
     finally:
         plt.close(fig)
     return paths
+
+
+def note_figure(text: str, outdir: Path, stem: str) -> list[Path]:
+    """A figure that only says ``text`` (a table with nothing to draw says so in its figure too)."""
+    with style():
+        fig, ax = plt.subplots(figsize=(6.0, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, text, ha="center", va="center")
+        return save_figure(fig, Path(outdir), stem)

@@ -70,7 +70,7 @@
     t.replaceChildren(
       el("thead", {}, el("tr", {}, el("th", {}, "Model"), T.columns.map((c) => el("th", { "data-col": c.key }, c.title, el("span", { class: "n" }, c.n))))),
       el("tbody", {}, T.rows.map((r) => el("tr", { "data-model": r.key },
-        el("td", {}, el("a", { href: "#questions", "data-model": r.key, class: "model-link" }, swatch(r.key), nameOf(r.key))),
+        el("td", {}, el("a", { href: "#questions", "data-model": r.key, class: "model-link" }, swatch(r.key), nameOf(r.key)), ((D.serving || {})[r.key] || []).length ? el("span", { class: "flag", "data-serving": "true", title: D.serving[r.key].join("; ") }, " ‡") : null),
         r.cells.map((c) => el("td", { class: "num" + (c.bold ? " best" : "") + (c.flagged ? " flag" : ""), "data-flagged": c.flagged ? "true" : null }, c.text, c.ci ? " " : null, c.ci ? el("span", { class: "ci" }, c.ci) : null))))));
     $("main-note").textContent = `Accuracy in percent with its ${level} interval in brackets; n under each split: the pairs or questions its score counts. Context/texture: strict four-probe pair accuracy. ${T.note}`;
     $("main-table").querySelectorAll("a.model-link").forEach((a) => a.addEventListener("click", () => { $("q-model").value = a.dataset.model; }));
@@ -124,13 +124,14 @@
     for (const m of D.models) {
       const f = fa(m.key);
       if (!f) continue;
-      for (const s of D.splits) if (isFlagged(m.key, s)) flags.push(`${m.name} / ${s}: ${nonans(m.key, s).text}`);
+      for (const s of [...D.splits, "macro"]) if (isFlagged(m.key, s)) flags.push(`${m.name} / ${s}: ${nonans(m.key, s).text}`);
     }
+    for (const m of D.models) for (const why of (D.serving || {})[m.key] || []) flags.push(`${m.name} ‡: ${why}`);
     for (const r of D.stability) if (r.nonanswer_flag === "true") flags.push(`${nameOf(r.model)} / audit: ${r.nonanswer} of ${r.answers} audited answers are non-answers (every repeat)`);
     for (const r of D.stability) if (r.drift === "true") flags.push(`${nameOf(r.model)}: served by more than one model version (${r.served}): drift`);
     const box = $("flags");
     box.hidden = !flags.length;
-    box.replaceChildren(el("b", {}, `Flagged (non-answer rate above ${pct(D.max_nonanswer_rate)}%, or version drift):`), el("ul", {}, flags.map((t) => el("li", {}, t))));
+    box.replaceChildren(el("b", {}, `Flagged (non-answer rate above ${pct(D.max_nonanswer_rate)}%, version drift, or a score that depends on the backend or the batch size):`), el("ul", {}, flags.map((t) => el("li", {}, t))));
     const bound = (iv) => iv ? `${pct(iv.estimate)} [${pct(iv.low)}, ${pct(iv.high)}]` : "n/a";
     const rows = [];
     for (const m of D.models) {

@@ -246,6 +246,8 @@ OPERATIONAL_KEYS: frozenset[str] = frozenset(
         "base_url",
         "prompt_template",  # the template enters the key through its name and version
         "image",  # the sent image enters the key through its bytes' hash
+        "same_model_as",  # which checkpoint a model serves (backend parity, issue 34): a label
+        "batch_audit",  # whether the batch-invariance audit asks it again (its own journal)
         # job resources (Snakemake / SLURM), see models.local_common.job_resources
         "threads",
         "mem_mb",

@@ -21,7 +21,11 @@ the baselines also behave like hosted models do, deterministically:
   stated answer format (``bare_v1``) ``random`` answers 1 in 8 questions and ``prior`` 1 in 6 with
   a sentence that holds no yes/no, count or option (*unparseable*);
 * a stability-audit repeat ``r > 0`` re-draws 1 in 5 of ``random``'s answers (seeded by ``r``);
-  the other strategies answer the same every time.
+  the other strategies answer the same every time;
+* at ``batch_size: 1`` (the batch-invariance audit asks so, :mod:`sabre_prior.batch_audit`; issue 34)
+  ``random`` re-draws 1 in 10 of its answers (seeded by the question), as a model whose batched GPU
+  kernels round differently from its unbatched ones would: the demo's batch-invariance table and
+  figure then show flips.  At any other batch size (the main run's) its answers do not change.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ class BaselineBackend(Backend):
             raise ConfigError(f"models.{name}.strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
         self.strategy: str = strategy
         self.seed = int(settings.get("seed", 0))
+        self.unbatched = settings.get("batch_size") == 1  # the documented batch effect (module docstring)
         self._warned: set[str] = set()
 
     def complete_batch(self, queries: Sequence[Query]) -> list[Completion]:
@@ -92,6 +97,8 @@ class BaselineBackend(Backend):
             rng = _rng(self.seed, q.id if q.template in ("", MAIN_TEMPLATE) else f"{q.id}\x00{q.template}")
             if q.repeat and _rng(self.seed, f"{q.id}\x00repeat{q.repeat}").randrange(5) == 0:
                 rng = _rng(self.seed, f"{q.id}\x00redraw{q.repeat}")
+            if self.unbatched and _rng(self.seed, f"{q.id}\x00batch1").randrange(10) == 0:
+                rng = _rng(self.seed, f"{q.id}\x00batch1-redraw")
             if eval_type == "count_exact":
                 return str(rng.randint(0, 10))
             if eval_type in ("choice_exact", "multiple_choice_exact"):

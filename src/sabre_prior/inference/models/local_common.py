@@ -229,7 +229,10 @@ def decoding_for(name: str, settings: Mapping[str, Any]) -> dict[str, Any] | Non
     """The decoding protocol of a configured model (None for API and offline models)."""
     if settings.get("backend") not in LOCAL_BACKENDS:
         return None
-    return LocalSettings.from_settings(name, settings).decoding.describe()
+    described = LocalSettings.from_settings(name, settings).decoding.describe()
+    if settings.get("batch_invariant"):  # vLLM's batch-invariant mode (the run manifest records it here)
+        described["batch_invariant"] = "VLLM_BATCH_INVARIANT=1"
+    return described
 
 
 def _checkpoint_file(source: "str | Path | ModelSource", name: str) -> Path | None:

@@ -23,7 +23,11 @@ Settings (``models.<name>`` in params.yaml): ``model_id`` (required),
 ``allow_download``, ``system_prompt``, ``repetition_penalty``, ``chat_template``,
 ``processor_kwargs`` (vLLM's
 ``mm_processor_kwargs``), ``model_kwargs`` (more ``LLM(...)`` engine
-arguments), ``load_format: dummy`` (random weights, for benchmarks).
+arguments), ``load_format: dummy`` (random weights, for benchmarks),
+``batch_invariant: true`` (vLLM's batch-invariant mode: ``VLLM_BATCH_INVARIANT=1`` is set in this
+process, i.e. for this model's job only, before vLLM is imported; documented at
+https://docs.vllm.ai/en/latest/features/batch_invariance.html, beta, GPUs of compute capability
+>= 8.0; recorded in ``run_info``: the run manifest and the usage files).
 
 The request building (:func:`build_requests`, :func:`engine_kwargs`,
 :func:`sampling_kwargs`) and output parsing (:func:`parse_output`) are pure
@@ -52,6 +56,17 @@ from .local_common import (
 )
 
 log = logging.getLogger(__name__)
+
+#: The environment variable of vLLM's batch-invariant mode (docs.vllm.ai, "Batch Invariance").
+BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
+
+
+def batch_invariant_env(settings: Mapping[str, Any], name: str = "?") -> dict[str, str]:
+    """The environment ``batch_invariant`` asks for (empty without it)."""
+    value = settings.get("batch_invariant", False)
+    if not isinstance(value, bool):
+        raise BackendError(f"models.{name}.batch_invariant must be true or false, got {value!r}")
+    return {BATCH_INVARIANT_ENV: "1"} if value else {}
 
 
 def engine_kwargs(cfg: LocalSettings, source: ModelSource) -> dict[str, Any]:
@@ -179,6 +194,9 @@ class VLLMBackend(LocalBackend):
         if self._llm is not None:
             return
         self._offline()  # vLLM has no local_files_only switch
+        import os
+
+        os.environ.update(batch_invariant_env(self.settings, self.name))  # read when vLLM is imported
         from vllm import LLM, SamplingParams
 
         try:
@@ -205,6 +223,11 @@ class VLLMBackend(LocalBackend):
     def _chat(self, queries: Sequence[Query]) -> list[Any]:
         requests = build_requests(queries, self.cfg.system_prompt)
         return list(self._llm.chat(requests, self._sampling, **chat_kwargs(self.cfg)))
+
+    def run_info(self) -> dict[str, Any]:
+        info = super().run_info()
+        env = batch_invariant_env(self.settings, self.name)
+        return {**info, "batch_invariant": bool(env), "environment": env} if info else info
 
     def close(self) -> None:
         if self._llm is None:
