@@ -59,6 +59,9 @@ ALL = [
     *expand(rules.audit.output, model=MODELS),
     *rules.stability.output,
     *rules.prompt_sensitivity.output,
+    *rules.parity.output,
+    *expand(rules.batch_audit.output, model=BATCH_AUDITED),
+    *rules.batch_invariance.output,
     *rules.html_report.output,
 ]
 

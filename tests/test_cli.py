@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "sabre_prior"
 STAGE_PACKAGES = ("data", "inference", "scoring", "report", "analysis")
 #: The modules at the package's top that hold a stage's command (workflow/rules/common.smk's COMMAND_MODULES).
-COMMAND_MODULES = ("prompt_run", "audit_run", "audit", "manifest")
+COMMAND_MODULES = ("prompt_run", "audit_run", "audit", "manifest", "batch_audit")
 
 
 def _subcommands(parser) -> set[str]:

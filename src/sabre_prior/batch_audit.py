@@ -82,14 +82,13 @@ def run_batch_audit(
     from .analysis.traces import read_trace
     from .config import prompt_templates
     from .data.parquet import read_rows
-    from .inference.audit import AuditSettings, audit_settings, select_subset
+    from .inference.audit import audit_subset, select_subset
     from .inference.predict import predict_split
     from .scoring.evaluate import read_predictions, trace_rows, usage_ids
 
     if not settings.get("batch_audit"):
         raise ConfigError(f"models.{model}.batch_audit is not true in params.yaml: this model is not audited at batch size 1")
-    audit = audit_settings(params)
-    subset = AuditSettings(2, audit.questions, audit.seed)  # the stability audit's subset, whether or not it repeats
+    subset = audit_subset(params)  # the stability audit's subset, whether or not it repeats
     template = prompt_templates(params)[0]
     batch_n = int(settings.get("batch_size", DEFAULT_BATCH_SIZE))
     one = {**settings, "batch_size": 1}
@@ -119,14 +118,14 @@ def run_batch_audit(
                 {"answer": None if m["missing"] else m["normalized_prediction"], "correct": m["correct"]},
                 {"answer": None if t["missing"] else t["normalized_prediction"], "correct": t["correct"]},
             ]
-    a = analysis_settings(params)
+    a = analysis_settings(params, thumbnails=False)
     return {
         "model": model,
         "backend": settings.get("backend"),
         "batch_size": batch_n,
         "batch_invariant": bool(settings.get("batch_invariant", False)),
-        "questions_per_split": audit.questions,
-        "seed": audit.seed,
+        "questions_per_split": subset.questions,
+        "seed": subset.seed,
         "template": template,
         "subset": subsets,
         **compare(answers, a.resamples, a.seed, a.confidence),
@@ -168,7 +167,7 @@ def write_invariance(params: Mapping[str, Any], runs_dir: Path, tables_dir: Path
         records.append(read_json_file(Path(runs_dir) / f"{model}.json", missing=f"batch audit of {model!r} not found: {fix}"))
     rows = table_rows(records)
     write_csv(Path(tables_dir) / f"{STEM}.csv", CSV_COLUMNS, rows)
-    conf = analysis_settings(params).confidence
+    conf = analysis_settings(params, thumbnails=False).confidence
     head = (
         "# Batch invariance\n\n"
         "The stability audit's subset (audit.questions per split, seeded, stratified) asked again at batch size 1 "
@@ -221,10 +220,11 @@ def draw(records: Sequence[Mapping[str, Any]], names: Mapping[str, str], outdir:
 # Commands
 # ---------------------------------------------------------------------------
 def _batch_audit(args: argparse.Namespace) -> int:
-    from .config import load_params, model_settings
+    from .config import model_settings
     from .io_utils import write_json
+    from .settings import load_settings
 
-    params = load_params(args.params)
+    params = load_settings(args)
     settings = model_settings(params, args.model, args.params)
     traces = Path(args.traces_dir) if args.traces_dir else Path(C.TRACES_DIR) / args.model
     record = run_batch_audit(args.model, settings, params, Path(args.data), traces, progress=not args.no_progress)
@@ -249,9 +249,9 @@ def _p_batch_audit(sub: argparse._SubParsersAction) -> None:
 
 
 def _batch_invariance(args: argparse.Namespace) -> int:
-    from .config import load_params
+    from .settings import load_settings
 
-    params = load_params(args.params)
+    params = load_settings(args)
     records = write_invariance(params, Path(args.runs_dir), Path(args.outdir), Path(args.figures_dir))
     moving = [r["model"] for r in records if r["depends_on_batch"]]
     print(f"batch invariance: {len(records)} audited model(s)" + (f"; depends on batch size: {', '.join(moving)}" if moving else "")

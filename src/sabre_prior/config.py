@@ -30,8 +30,6 @@ def _schema() -> dict[str, Any]:
 
     model = schema["$defs"]["model"]
     model["properties"]["backend"]["enum"] = list(registry.names())
-    for key, definition in registry.SETTING_SCHEMAS.items():  # issue 34's settings, until the YAML lists them
-        model["properties"].setdefault(key, definition)
     model["allOf"] = [*registry.schema_rules(), *model.get("allOf", [])]
     return schema
 

@@ -187,7 +187,9 @@ JOURNAL_DIR: Final = ".sabre/journal"
 USAGE_DIR: Final = "results/usage"
 
 #: The figures the HTML report shows (results/figures/<stem>.png), in its order.
-REPORT_FIGURES: Final = ("split_accuracy", "probe_accuracy", "pair_outcomes", "prompt_sensitivity")
+REPORT_FIGURES: Final = (
+    "split_accuracy", "probe_accuracy", "pair_outcomes", "prompt_sensitivity", "backend_parity", "batch_invariance",
+)  # fmt: skip
 #: The main figures: ``results/figures/<stem>.{png,pdf}``.
 SPLIT_FIGURE: Final = "split_accuracy"
 PROBE_FIGURE: Final = "probe_accuracy"

@@ -61,32 +61,6 @@ _LOCAL: tuple[str, ...] = _COMMON + (
 #: ``VLLM_BATCH_INVARIANT=1``, set for that model's job only).
 _VLLM: tuple[str, ...] = _LOCAL + ("batch_invariant",)
 
-#: The JSON schema of the model settings this module adds (issue 34), merged into the params schema's
-#: ``$defs.model.properties`` by :func:`sabre_prior.config.load_schema` until
-#: ``params.schema.yaml`` lists them itself (the same text, in YAML).
-SETTING_SCHEMAS: dict[str, dict[str, Any]] = {
-    "same_model_as": {
-        "type": "string",
-        "minLength": 1,
-        "description": (
-            "The checkpoint this model serves: another model's name in params.yaml, or a checkpoint id "
-            "(e.g. Qwen/Qwen2.5-VL-7B-Instruct, optionally @revision); models serving one checkpoint are "
-            "compared in results/tables/backend_parity.* (docs/parity.md)."
-        ),
-    },
-    "batch_audit": {
-        "type": "boolean",
-        "description": (
-            "Batch-invariance audit (docs/parity.md): the audit subset (audit.questions, audit.seed) is asked "
-            "again at batch size 1 and compared with the main run (results/tables/batch_invariance.*)."
-        ),
-    },
-    "batch_invariant": {
-        "type": "boolean",
-        "description": "vLLM only: run with VLLM_BATCH_INVARIANT=1 (docs.vllm.ai, Batch Invariance; compute capability >= 8.0).",
-    },
-}
-
 
 #: OpenAI-compatible providers (``provider`` of an ``openai``-backend model) whose docs
 #: describe the OpenAI Files + Batches endpoints for /v1/chat/completions, with the

@@ -6,6 +6,7 @@ localrules:
     compare,
     diagnose,
     paper_compare,
+    parity,
     html_report,
 
 
@@ -90,6 +91,29 @@ rule paper_compare:
         "sabre --log {log} paper-compare --intervals-dir results/intervals --outdir results/tables --settings {params.settings:q}"
 
 
+# Models serving one checkpoint through different backends (the same model_id and revision, or
+# same_model_as), compared question by question; a pair that differs is flagged "do not pool"
+# (docs/parity.md). With no such pair the table and figure say so.
+rule parity:
+    input:
+        expand("results/traces/{model}/{split}.jsonl", model=MODELS, split=SPLITS),
+        code("analysis", "report", "scoring", "inference", "data"),
+    output:
+        report("results/tables/backend_parity.md", caption=caption("backend_parity"), category="Analysis", subcategory="Backend parity"),
+        "results/tables/backend_parity.csv",
+        report("results/figures/backend_parity.png", caption=caption("backend_parity"), category="Figures", subcategory="Backend parity"),
+        "results/figures/backend_parity.pdf",
+    params:
+        settings=settings("models", "splits", "analysis.bootstrap_resamples", "analysis.seed", "analysis.confidence"),
+    log:
+        "results/logs/parity.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre --log {log} parity --traces-dir results/traces --outdir results/tables --figures-dir results/figures"
+        " --settings {params.settings:q}"
+
+
 from sabre_prior.contracts import REPORT_FIGURES
 
 
@@ -103,6 +127,8 @@ rule html_report:
         "results/tables/paper_comparison.csv",
         "results/tables/prompt_sensitivity.csv",
         "results/tables/stability.csv",
+        "results/tables/backend_parity.csv",
+        "results/tables/batch_invariance.csv",
         expand("results/figures/{figure}.png", figure=REPORT_FIGURES),
         code("analysis", "report", "scoring", "inference", "data"),
     output:
@@ -120,4 +146,5 @@ rule html_report:
         "sabre --log {log} report --traces-dir results/traces --data data/parquet --intervals-dir results/intervals"
         " --diagnostics results/analysis/diagnostics.json --comparison results/tables/model_comparison.csv"
         " --paper results/tables/paper_comparison.csv --sensitivity results/tables/prompt_sensitivity.csv"
-        " --stability results/tables/stability.csv {params.figures} --output {output} --settings {params.settings:q}"
+        " --stability results/tables/stability.csv --parity results/tables/backend_parity.csv"
+        " --invariance results/tables/batch_invariance.csv {params.figures} --output {output} --settings {params.settings:q}"

@@ -16,6 +16,8 @@ TEMPLATES = list(config.get("prompt", {}).get("templates") or ["screening_v1"])
 # the audit's repeats 1..audit.repeats-1 (repeat 0 is the main run; none while the audit is off)
 REPEATS = [str(r) for r in range(1, int(config.get("audit", {}).get("repeats", 1)))]
 LOCAL_MODELS = [m for m in MODELS if config["models"][m].get("backend") in LOCAL_BACKENDS]
+# the models asked again at batch size 1 (`batch_audit: true`; docs/parity.md)
+BATCH_AUDITED = [m for m in MODELS if config["models"][m].get("batch_audit")]
 OTHER_MODELS = [m for m in MODELS if m not in LOCAL_MODELS]
 SOURCE = str(config["dataset"]["source"])
 # demo, local or hub (a missing local folder stops here, with a message naming it)
@@ -47,7 +49,7 @@ def settings(*keys):
 
 
 #: The modules at the package's top that hold a stage's command (not shared by every stage).
-COMMAND_MODULES = ("prompt_run", "audit_run", "audit", "manifest")
+COMMAND_MODULES = ("prompt_run", "audit_run", "audit", "manifest", "batch_audit")
 
 
 def code(*parts):

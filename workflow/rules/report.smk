@@ -14,6 +14,9 @@ rule tables:
         expand("results/metrics/{model}.json", model=MODELS),
         expand("results/intervals/{model}.json", model=MODELS),
         expand("data/parquet/{split}.parquet", split=SPLITS),
+        # a model whose score depends on the backend or the batch size is marked beside its score
+        "results/tables/backend_parity.csv",
+        "results/tables/batch_invariance.csv",
         code("report", "analysis", "scoring", "inference", "data"),
     output:
         report("results/tables/main_results.md", caption=caption("main_results"), category="Tables", subcategory="Main results"),
@@ -30,6 +33,7 @@ rule tables:
         "../../environment.yml"
     shell:
         "sabre --log {log} tables --metrics-dir results/metrics --intervals-dir results/intervals --data data/parquet"
+        " --parity results/tables/backend_parity.csv --invariance results/tables/batch_invariance.csv"
         " --outdir results/tables --settings {params.settings:q}"
 
 

@@ -7,6 +7,7 @@ localrules:
     audit,
     stability,
     prompt_sensitivity,
+    batch_invariance,
 
 
 rule prompt_run:
@@ -75,6 +76,59 @@ rule audit:
     shell:
         "sabre --log {log} audit --model {wildcards.model} --data data/parquet --traces-dir results/traces/{wildcards.model}"
         " --runs-dir results/audit/{wildcards.model} --output {output} --settings {params.settings:q}"
+
+
+# Batch invariance (docs/parity.md): a model with `batch_audit: true` has the audit's subset asked
+# again at batch size 1 (its own journal; a local model's job asks for its GPUs like predict), and
+# the table reports the flip rate against the configured batch size.
+rule batch_audit:
+    input:
+        expand("data/parquet/{split}.parquet", split=SPLITS),
+        expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
+        code("batch_audit.py", "analysis", "report", "scoring", "inference", "data"),
+    output:
+        "results/audit/batch/{model}.json",
+    params:
+        settings=settings(
+            "models.{model}", "!models.{model}.display_name", "splits", "audit.questions", "audit.seed",
+            "prompt.templates.0", "analysis.bootstrap_resamples", "analysis.seed", "analysis.confidence",
+        ),
+    wildcard_constraints:
+        model=one_of(BATCH_AUDITED),
+    threads: model_resource("threads")
+    resources:
+        gpu=model_resource("gpu"),
+        gpu_model=model_resource("gpu_model"),
+        mem_mb=model_resource("mem_mb"),
+        runtime=model_resource("runtime"),
+        api_jobs=api_job,
+    log:
+        "results/logs/batch_audit/{model}.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre --log {log} batch-audit --model {wildcards.model} --data data/parquet --traces-dir results/traces/{wildcards.model}"
+        " --output {output} --no-progress --settings {params.settings:q}"
+
+
+rule batch_invariance:
+    input:
+        expand("results/audit/batch/{model}.json", model=BATCH_AUDITED),
+        code("batch_audit.py", "analysis", "report", "scoring", "inference", "data"),
+    output:
+        report("results/tables/batch_invariance.md", caption=caption("batch_invariance"), category="Analysis", subcategory="Batch invariance"),
+        "results/tables/batch_invariance.csv",
+        report("results/figures/batch_invariance.png", caption=caption("batch_invariance"), category="Figures", subcategory="Batch invariance"),
+        "results/figures/batch_invariance.pdf",
+    params:
+        settings=settings("models", "splits", "analysis.bootstrap_resamples", "analysis.seed", "analysis.confidence"),
+    log:
+        "results/logs/batch_invariance.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "sabre --log {log} batch-invariance --runs-dir results/audit/batch --outdir results/tables"
+        " --figures-dir results/figures --settings {params.settings:q}"
 
 
 rule stability:

@@ -51,10 +51,18 @@ class AuditSettings:
 
 def audit_settings(params: Mapping[str, Any]) -> AuditSettings:
     section = params.get("audit") or {}
+    subset = audit_subset(params)
+    return AuditSettings(int(section.get("repeats", 1)), subset.questions, subset.seed)
+
+
+def audit_subset(params: Mapping[str, Any]) -> AuditSettings:
+    """The audited subset's settings alone (``audit.questions``, ``audit.seed``; not ``repeats``,
+    which a job asking one subset does not read): repeats is 2, the subset whether or not it repeats."""
+    section = params.get("audit") or {}
     questions = section.get("questions", DEFAULT_QUESTIONS)
     if questions != "all" and (isinstance(questions, bool) or not isinstance(questions, int) or questions < 1):
         raise ConfigError(f"audit.questions must be a positive integer or 'all', got {questions!r}")
-    return AuditSettings(int(section.get("repeats", 1)), questions, int(section.get("seed", 0)))
+    return AuditSettings(2, questions, int(section.get("seed", 0)))
 
 
 def audit_journal_dir(repeat: int, root: str | Path = ".") -> Path:
