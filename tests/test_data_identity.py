@@ -37,9 +37,9 @@ def _commands(rules: tuple[str, ...] | None = None) -> list[list[str]]:
     jobs = re.findall(r"^(?:local)?rule (\w+):\n(?:    .*\n)+Shell command: (.+)$", text, re.M)
     assert jobs, text[-3000:]
     return [
-        shlex.split(command)[3:]
+        shlex.split(command)[shlex.split(command).index("sabre") + 3 :]
         for rule, command in jobs
-        if rule not in ("all", "demo_data", "fetch") and (rules is None or rule in rules)
+        if rule not in ("all", "demo_data", "fetch") and "sabre" in command and (rules is None or rule in rules)
     ]
 
 

@@ -42,6 +42,7 @@ LEAVES = [
     ("models.random.strategy", "always_no"),
     ("models.random.seed", 3),
     ("models.random.display_name", "Coin flip"),
+    ("models.random.batch_audit", False),
 ]
 
 

@@ -46,7 +46,7 @@ def _rule_commands(workflow_summary: list[dict[str, str]]) -> None:
         words = words[words.index("sabre") + 3 :]  # without `sabre --log <log>`
         if "--settings" in words:  # as run by hand: the command reads params.yaml
             i = words.index("--settings")
-            words = words[:i] + words[i + 2 :]
+            words = [*words[:i], "--params", "params.yaml", *words[i + 2 :]]
         model, split = (words[words.index(k) + 1] if k in words else None for k in ("--model", "--split"))
         if model in (None, "random") and split in (None, "context"):
             _COMMANDS.setdefault(row["rule"], words)
@@ -110,8 +110,8 @@ PARQUET_SAYS = {
     "not_the_format": "not a readable Parquet file (truncated, or not Parquet",
     "columns_missing": "split 'context' lacks the column(s) image, subset",
 }
-#: The commands that read a split (the manifest's is the lead's: src/sabre_prior/repro/manifest.py).
-READS_SPLITS = ("predict", "evaluate", "tables", "figures", "diagnose", "html_report", "prompt_run")
+#: The commands that read a split (the manifest, too: its fingerprint opens each split the same way).
+READS_SPLITS = ("predict", "evaluate", "tables", "figures", "diagnose", "html_report", "prompt_run", "manifest")
 
 JSON_CASES = [
     # (file broken, how, stage, what the message says besides the file's name)

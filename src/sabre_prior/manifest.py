@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from . import contracts as C
 from . import registry
 from .cliargs import add_data_dir, add_params
-from .errors import DataError
 from .io_utils import write_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,15 +170,12 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def parquet_fingerprint(path: Path) -> dict[str, Any]:
-    """SHA-256, row count and column names of a Parquet split."""
-    import pyarrow.parquet as pq
+    """SHA-256, row count and column names of a Parquet split (a missing or broken file is an error
+    naming it and the fix: :func:`sabre_prior.data.parquet.open_split`)."""
+    from .data.parquet import open_split, split_identity
 
-    if not path.is_file():
-        raise DataError(f"{path}: Parquet split not found (run the fetch step first)")
-    meta = pq.ParquetFile(path).metadata
+    meta = open_split(path).metadata
     entry = {"sha256": sha256_file(path), "rows": meta.num_rows, "columns": list(meta.schema.to_arrow_schema().names)}
-    from .data.parquet import split_identity
-
     identity = split_identity(path, path.stem)
     if identity.revision:  # the hub commit the split was read from (sabre fetch)
         entry["hub_revision"] = identity.revision
