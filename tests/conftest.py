@@ -46,20 +46,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             start()
 
 
-#: The longest tests (wall seconds on the idle 2-core machine, `--durations`): slurm run 223,
-#: bridge going-back 172, dvc repro + pull 146, the nine open-VLM families 127, gpu_check on CPU
-#: 117, bridge kill inside dvc commit 111, dvc edited output 101, bridge add/remove 96, the
-#: documented snakemake commands 94, the GPU lock's resolution 82. A scheduling hint only (a
+#: The longest tests (`--durations`): the SLURM run, the stateful sequences, dvc repro + pull, the
+#: nine open-VLM families, gpu_check on CPU, the kill and the lock tests. A scheduling hint only (a
 #: name that no longer matches loses its place, nothing else): see pytest_collection_modifyitems.
 START_FIRST = (
     "tests/test_slurm.py::test_slurm_run_equals_local_run",
-    "tests/test_bridge.py::test_going_back_to_a_state_snakemake_saw_after_dvc_built_another",
+    "tests/test_stateful.py::test_any_sequence_of_edits_runs_and_kills_keeps_both_tools_honest",
     "tests/test_reproduce.py::test_dvc_repro_makes_the_same_bytes_and_a_colleague_pulls_them",
     "tests/models/test_transformers_families.py::test_family_through_snakemake",
     "tests/test_gpu_check.py::test_smoke_run_on_cpu",
-    "tests/test_bridge.py::test_a_kill_inside_dvc_commit_recovers_and_dvc_push_pushes_everything",
-    "tests/test_dvc.py::test_an_edited_output_is_made_again_by_either_tool",
-    "tests/test_bridge.py::test_add_a_model_dvc_repro_remove_it_snakemake_lists_only_params_models",
+    "tests/test_orchestration.py::test_a_killed_run_recovers_with_the_same_command",
+    "tests/test_orchestration.py::test_one_run_at_a_time_each_tool_refuses_with_its_own_message",
+    "tests/test_dvc.py::test_after_a_checkout_into_an_empty_tree_one_touch_adopts_the_outputs",
     "tests/test_documented_commands.py::test_every_documented_snakemake_command_parses",
     "tests/test_lock.py::test_gpu_lock_resolves_to_itself",
 )

@@ -137,7 +137,7 @@ def test_manifest_changes_with_models_and_data_and_not_with_params_comments(run_
 
 def test_missing_split_is_a_clear_error(run_dir: Path) -> None:
     (run_dir / "data" / "parquet" / "attribute.parquet").unlink()
-    with pytest.raises(DataError, match=r"attribute\.parquet: Parquet split not found"):
+    with pytest.raises(DataError, match=r"attribute\.parquet: split file not found"):
         M.build_manifest(PARAMS, run_dir / "params.yaml", run_dir / "data" / "parquet", run_dir)
 
 
@@ -153,3 +153,23 @@ def test_cli_writes_the_manifest_and_logs_the_head_commit(
     written = json.loads((run_dir / "results" / "manifest.json").read_text())
     assert written["models"] == {"rand": {"backend": "baseline", "model_id": "baseline/random"}}
     assert "git HEAD: unknown" in capsys.readouterr().out  # not a git repo here
+
+
+def test_find_commits_lists_the_commit_holding_the_working_trees_code(tmp_path: Path) -> None:
+    """The documented `sabre manifest --find-commits` (README, "Exact reproduction"): in a clone it names
+    the commit whose src/sabre_prior, Snakefile and workflow are the working tree's, and writes no file;
+    after an uncommitted edit no commit holds that code, which it says (exit 1)."""
+    import subprocess
+    import sys
+
+    from dvc_helpers import make_repo
+
+    project = make_repo(tmp_path / "p")
+    sabre = [str(Path(sys.executable).parent / "sabre"), "manifest", "--find-commits"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.run(sabre, cwd=project, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split() == [head], proc.stdout + proc.stderr
+    assert not (project / "results/manifest.json").exists()
+    (project / "workflow/rules/report.smk").write_text("# an uncommitted edit\n", encoding="utf-8")
+    proc = subprocess.run(sabre, cwd=project, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "no commit among the last 200 holds exactly this working tree's code" in proc.stdout
