@@ -74,6 +74,9 @@ def test_dvc_repro_makes_the_same_bytes_and_a_colleague_pulls_them(tmp_path: Pat
     assert "snakemake --touch --forceall --cores 1" in out(smk(theirs, "-n", "all"))  # the warning says what to do
     smk(theirs, "--touch", "--forceall", "--cores", "1")
     assert planned_jobs(out(smk(theirs, "-n", "all"))) == {}  # nothing recomputed, no model called
+    # Snakemake has a record of every output now: its report warns of no missing metadata (issue 33)
+    report = out(smk(theirs, "--report", "report.html"))
+    assert "metadata" not in report.lower() and (theirs / "report.html").stat().st_size > 50_000, report[-2000:]
     proc = dvc(theirs, "repro")
     assert not dvc_ran_stage(out(proc)), out(proc)
     assert UP_TO_DATE in dvc(theirs, "status").stdout
