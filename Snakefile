@@ -72,9 +72,12 @@ DVC_DEPS = [
     *(str(p) for d in ("workflow", "src/sabre_prior") for p in sorted(Path(d).rglob("*"))
       if p.is_file() and "__pycache__" not in p.parts),
 ]
-# record in dvc.lock what `snakemake all` made (not for a run with other settings than params.yaml's)
-RECORD = Path(".dvc").is_dir() and SAME_AS_PARAMS
-if Path(".dvc").is_dir() and not SAME_AS_PARAMS:
+# record in dvc.lock what `snakemake all` made: in a DVC project (DVC works in a git repository), and
+# not for a run with other settings than params.yaml's
+from sabre_prior.sync import dvc_project
+
+RECORD = dvc_project() and SAME_AS_PARAMS
+if dvc_project() and not SAME_AS_PARAMS:
     print("note: --config/--configfile: these results are not recorded in dvc.lock (not params.yaml's)", file=sys.stderr)
 
 

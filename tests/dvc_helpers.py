@@ -125,10 +125,10 @@ NEW_MODEL = """  always_yes_again:
 #: Snakefile's dvc_lock, which records every output in dvc.lock).
 AGGREGATES = frozenset({
     "tables", "figures", "plot_data", "manifest", "compare", "diagnose", "paper_compare", "stability",
-    "prompt_sensitivity", "html_report", "dvc_lock",
+    "prompt_sensitivity", "parity", "batch_invariance", "html_report", "dvc_lock",
 })  # fmt: skip
 #: A model's own jobs (per model, or per model and split/template/repeat).
-PER_MODEL = frozenset({"predict", "evaluate", "intervals", "prompt_run", "audit", "audit_run"})
+PER_MODEL = frozenset({"predict", "evaluate", "intervals", "prompt_run", "audit", "audit_run", "batch_audit"})
 
 
 def jobs_run(output: str) -> list[tuple[str, dict[str, str]]]:

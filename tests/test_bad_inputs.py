@@ -339,6 +339,6 @@ def test_dvc_repro_shows_why_a_stage_failed(tmp_path: Path) -> None:
     assert proc.returncode != 0
     # Snakemake, DVC's command, reads the source before it plans anything and stops with the message
     text = proc.stdout + proc.stderr
-    assert "error: ./no-such-mirror: local dataset directory not found" in text, text
+    assert "error: params.yaml: invalid configuration" in text and "'./no-such-mirror' not found" in text, text
     assert "Traceback" not in text
     assert not (project / "dvc.lock").exists() and not (project / "results").exists()  # nothing written

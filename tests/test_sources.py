@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 UP_TO_DATE = "Data and pipelines are up to date."
 #: Jobs that read every model (or, prompt runs and the audit, a model's main answers) besides the
 #: model's own predict, evaluate and intervals: they re-run when one split of one model changes.
-AGGREGATES = AGGREGATE_RULES | {"prompt_run", "audit"}
+AGGREGATES = AGGREGATE_RULES | {"prompt_run", "audit", "batch_audit"}
 
 
 def use_source(project: Path, source: Path | str) -> None:

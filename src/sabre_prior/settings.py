@@ -11,9 +11,10 @@ setting its rule does not declare (a stale output the trigger would miss). Run b
 ``--settings``, a command reads the whole ``params.yaml`` (:func:`load_settings`) and, reading
 only what its rule declares, writes what the rule would.
 
-A declared key is a dotted path (``models.random``, ``prompt.templates.0``: an index into a list);
-``!`` before one excludes it (``!models.random.display_name``: a model's job does not show its name,
-so renaming it re-runs only what shows it).
+A declared key is a dotted path (``models.random``, ``prompt.templates.0``: an index into a list),
+or the list of its parts (a model's name may hold a dot: ``["models", "claude-4.6"]``); ``!`` before
+one excludes it (``!models.random.display_name``: a model's job does not show its name, so renaming
+it re-runs only what shows it).
 """
 
 from __future__ import annotations
@@ -29,18 +30,29 @@ class UndeclaredSetting(Exception):
     ``KeyError``, so that ``.get(key, default)`` cannot hide it)."""
 
 
-def _split(key: str) -> tuple[str, ...]:
-    return tuple(key.split("."))
+Key = "str | Sequence[str]"
 
 
-def _covered(path: tuple[str, ...], keys: Sequence[str]) -> bool:
+def parts(key: Key) -> tuple[bool, tuple[str, ...]]:
+    """(excluded, the path's parts) of a declared key: ``"!a.b"`` or ``["!", "a", "b"]``."""
+    if isinstance(key, str):
+        return key.startswith("!"), tuple(key.lstrip("!").split("."))
+    items = tuple(str(k) for k in key)
+    return (True, items[1:]) if items[:1] == ("!",) else (False, items)
+
+
+def _name(key: Key) -> str:
+    excluded, path = parts(key)
+    return ("!" if excluded else "") + ".".join(path)
+
+
+def _covered(path: tuple[str, ...], keys: Sequence[Key]) -> bool:
     """Whether ``path`` lies under a declared key and under no excluded one (the longest match wins)."""
     best, verdict = -1, False
     for key in keys:
-        exclude = key.startswith("!")
-        parts = _split(key.lstrip("!"))
-        if path[: len(parts)] == parts and len(parts) > best:
-            best, verdict = len(parts), not exclude
+        exclude, declared = parts(key)
+        if path[: len(declared)] == declared and len(declared) > best:
+            best, verdict = len(declared), not exclude
     return verdict
 
 
@@ -52,43 +64,46 @@ def _get(node: Any, part: str) -> Any:
     raise KeyError(part)
 
 
-def select(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+def select(params: Mapping[str, Any], keys: Sequence[Key]) -> dict[str, Any]:
     """The part of ``params`` the declared ``keys`` name (absent optional settings stay absent)."""
     out: dict[str, Any] = {}
     for key in keys:
-        if key.startswith("!"):
+        excluded, path = parts(key)
+        if excluded:
             continue
-        parts = _split(key)
         node: Any = params
         try:
-            for part in parts:
+            for part in path:
                 node = _get(node, part)
         except (KeyError, IndexError):
             continue
-        value = _prune(node, parts, keys)
+        value = _prune(node, path, keys)
         target = out
-        for i, part in enumerate(parts[:-1]):
-            if parts[i + 1].isdigit():  # an index into a list: the list keeps only the declared items
+        for i, part in enumerate(path[:-1]):
+            if path[i + 1].isdigit():  # an index into a list: the list keeps only the declared items
                 target = target.setdefault(part, [])
                 break
             target = target.setdefault(part, {})
-        if parts[-1].isdigit():
+        if path[-1].isdigit():
             target.append(value) if isinstance(target, list) else None
         else:
-            target[parts[-1]] = value
+            target[path[-1]] = value
     return out
 
 
-def _prune(node: Any, path: tuple[str, ...], keys: Sequence[str]) -> Any:
+def _prune(node: Any, path: tuple[str, ...], keys: Sequence[Key]) -> Any:
     if isinstance(node, Mapping):
         return {k: _prune(v, (*path, str(k)), keys) for k, v in node.items() if _covered((*path, str(k)), keys)}
     return node
 
 
-def encode(params: Mapping[str, Any], keys: Sequence[str]) -> str:
-    """What a rule passes as ``--settings``: the declared keys and their values, as compact JSON."""
+def encode(params: Mapping[str, Any], keys: Sequence[Key]) -> str:
+    """What a rule passes as ``--settings``: the declared keys (dotted where no part holds a dot, else
+    as the list of parts) and their values, as compact JSON."""
+    named = [_name(k) if not any("." in p for p in parts(k)[1]) else (["!"] if parts(k)[0] else []) + list(parts(k)[1])
+             for k in keys]  # fmt: skip
     # key order kept: a model's position in `models` is its colour and its row in every table
-    return json.dumps({"keys": list(keys), "values": select(params, keys)}, separators=(",", ":"))
+    return json.dumps({"keys": named, "values": select(params, keys)}, separators=(",", ":"))
 
 
 class Settings(dict):
@@ -97,11 +112,11 @@ class Settings(dict):
     A key that exists but was not declared raises :class:`UndeclaredSetting`; a declared key that
     ``params.yaml`` leaves out is missing as usual (``KeyError``, so ``.get`` gives its default)."""
 
-    def __init__(self, data: Mapping[str, Any], keys: Sequence[str] = ("",), path: tuple[str, ...] = ()) -> None:
+    def __init__(self, data: Mapping[str, Any], keys: Sequence[Key] = ("",), path: tuple[str, ...] = ()) -> None:
         super().__init__(
             (k, Settings(v, keys, (*path, str(k))) if isinstance(v, Mapping) else v) for k, v in data.items()
         )
-        self.keys_declared = tuple(keys)
+        self.keys_declared = tuple(k if isinstance(k, str) else tuple(k) for k in keys)
         self.path = path
 
     def _check(self, key: Any) -> None:
@@ -109,7 +124,7 @@ class Settings(dict):
         if not self._everything() and not _covered(path, self.keys_declared):
             raise UndeclaredSetting(
                 f"the setting {'.'.join(path)} is read but not declared by the rule that runs this command "
-                f"(it declares: {', '.join(self.keys_declared)}): add it to the rule's `settings(...)` in "
+                f"(it declares: {', '.join(map(_name, self.keys_declared))}): add it to the rule's `settings(...)` in "
                 "workflow/rules/"
             )
 
@@ -154,8 +169,8 @@ def decode(text: str, source: str = "--settings") -> Settings:
         keys, values = list(data["keys"]), data["values"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{source}: not the JSON a rule passes ({{\"keys\": [...], \"values\": {{...}}}}): {exc}") from None
-    if not isinstance(values, dict) or not all(isinstance(k, str) for k in keys):
-        raise ConfigError(f"{source}: `keys` must be a list of dotted setting names and `values` a mapping")
+    if not isinstance(values, dict) or not all(isinstance(k, (str, list)) for k in keys):
+        raise ConfigError(f"{source}: `keys` must be a list of setting names and `values` a mapping")
     return Settings(values, keys)
 
 

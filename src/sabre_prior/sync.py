@@ -96,6 +96,14 @@ def repair_lock(root: Path = Path(".")) -> bool:
     return True
 
 
+def dvc_project(root: Path = Path(".")) -> bool:
+    """A DVC project DVC can record in: ``.dvc/`` in a git work tree (DVC's default, ``core.no_scm`` off)."""
+    if not (root / ".dvc").is_dir():
+        return False
+    proc = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=root, capture_output=True, text=True)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
 def warn_unrecorded(root: Path = Path(".")) -> None:
     """Warn when tracked outputs exist that no Snakemake run here made (a clone after `dvc pull`, a
     `dvc checkout`, a copy): their timestamps say nothing about what they were made from, so
@@ -119,8 +127,8 @@ def record(expected: Sequence[str], log: str | Path, root: Path = Path(".")) -> 
         "".join(f"removed {p} (no job of the pipeline makes it)\n" for p in removed) + proc.stdout + proc.stderr,
         encoding="utf-8",
     )
-    if proc.returncode != 0:
-        raise SystemExit(f"dvc commit failed (see {log}):\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:  # a job's error (not SystemExit, which would leave Snakemake's lock behind)
+        raise RuntimeError(f"dvc commit failed (see {log}):\n{proc.stdout}{proc.stderr}")
     print("recorded the pipeline's outputs in dvc.lock (dvc commit)", file=sys.stderr)
 
 

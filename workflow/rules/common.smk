@@ -44,8 +44,17 @@ wildcard_constraints:
 def settings(*keys):
     """A rule's `settings` param: the settings of params.yaml its command reads (dotted keys, with
     {model}-style wildcards; `!key` leaves one out), as the JSON passed to the command's `--settings`.
-    Snakemake records the value, so changing one of them re-runs the job (sabre_prior.settings)."""
-    return lambda wc: _settings.encode(config, [k.format(**wc) for k in keys])
+    Snakemake records the value, so changing one of them re-runs the job (sabre_prior.settings). The
+    wildcards are filled in part by part: a model's name may hold a dot."""
+
+    def declared(wc):
+        out = []
+        for key in keys:
+            excluded, path = _settings.parts(key)
+            out.append((["!"] if excluded else []) + [p.format(**wc) for p in path])
+        return _settings.encode(config, out)
+
+    return declared
 
 
 #: The modules at the package's top that hold a stage's command (not shared by every stage).

@@ -85,7 +85,7 @@ rule batch_audit:
     input:
         expand("data/parquet/{split}.parquet", split=SPLITS),
         expand("results/traces/{{model}}/{split}.jsonl", split=SPLITS),
-        code("batch_audit.py", "analysis", "report", "scoring", "inference", "data"),
+        code("batch_audit.py", "audit.py", "audit_run.py", "analysis", "report", "scoring", "inference", "data"),
     output:
         "results/audit/batch/{model}.json",
     params:
@@ -114,7 +114,7 @@ rule batch_audit:
 rule batch_invariance:
     input:
         expand("results/audit/batch/{model}.json", model=BATCH_AUDITED),
-        code("batch_audit.py", "analysis", "report", "scoring", "inference", "data"),
+        code("batch_audit.py", "audit.py", "audit_run.py", "analysis", "report", "scoring", "inference", "data"),
     output:
         report("results/tables/batch_invariance.md", caption=caption("batch_invariance"), category="Analysis", subcategory="Batch invariance"),
         "results/tables/batch_invariance.csv",
