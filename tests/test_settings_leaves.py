@@ -52,7 +52,9 @@ LEAVES = [
 
 #: rule -> why its output may not change when a setting it declares does, in the demo's configuration
 NOT_USED_HERE = {
+    "demo_data": "its output is temporary (removed once fetched): what it changes shows in the Parquet files",
     "parity": "no two demo models serve one checkpoint: the bootstrap settings shape nothing it shows",
+    "paper_compare": "no demo model names one of the paper's models: the comparison is empty",
     "audit": "the audit is off (audit.repeats: 1): the bootstrap settings shape its intervals only when it repeats",
     "manifest": "it shows each model's backend, id and decoding, not a baseline's seed or strategy",
     "stability": "the audit is off: the audit's settings shape nothing it shows",
@@ -123,12 +125,13 @@ def _digests(project: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished `snakemake all` of the demo with two models (random, prior), in a git repo."""
+    """A finished `snakemake all` of the demo with two models, in a git repo: random, and always_yes,
+    whose unparseable answers on attribute and language are flagged (so the threshold shows)."""
 
     def build(root: Path) -> None:
         project = make_repo(root / "project")
         params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
-        params["models"] = {k: params["models"][k] for k in ("random", "prior")}
+        params["models"] = {k: params["models"][k] for k in ("random", "always_yes")}
         params["analysis"]["bootstrap_resamples"] = 200
         (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
         smk(project, "--cores", "2", "all")

@@ -37,13 +37,15 @@ LOCKED = "Directory cannot be locked"
 
 def tree_state(project: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime) of every file of the project: what a dry run must not touch. Left out: git's own
-    folder, and DVC's scratch folder `.dvc/tmp`, where every DVC command, `dvc status` too, writes its
-    repository lock files (`lock`, `rwlock`: DVC's own locking, git-ignored by `.dvc/.gitignore`)."""
+    folder; DVC's scratch folder `.dvc/tmp`, where every DVC command, `dvc status` too, writes its
+    repository lock files (`lock`, `rwlock`: DVC's own locking, git-ignored by `.dvc/.gitignore`); and
+    Snakemake's `.snakemake/iocache/latest.pkl`, the file inventory every dry run of Snakemake 9 saves
+    for a later `--trust-io-cache` (`dag.py`: "The iocache is now up-to-date and can be persisted")."""
     return {
         str(p.relative_to(project)): (p.stat().st_size, p.stat().st_mtime_ns)
         for p in project.rglob("*")
         if p.is_file() and p.relative_to(project).parts[:1] != (".git",)
-        and p.relative_to(project).parts[:2] != (".dvc", "tmp")
+        and p.relative_to(project).parts[:2] not in ((".dvc", "tmp"), (".snakemake", "iocache"))
     }
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from . import contracts as C
 from .cliargs import add_data_dir, add_model, add_no_progress, add_params
 from .errors import ConfigError
-from .inference.audit import audit_journal_dir, audit_settings, select_subset
+from .inference.audit import audit_journal_dir, audit_settings, audit_subset, select_subset
 
 #: Where the repeats go: ``<RUNS_DIR>/<model>/r<r>.json`` (beside the per-model ``<model>.json``).
 RUNS_DIR = "results/audit"
@@ -53,11 +53,16 @@ def run_repeat(
     from .io_utils import read_json_file
     from .scoring.evaluate import read_predictions, trace_rows, usage_ids
 
-    audit = audit_settings(params)
-    if repeat not in audit.asked:
+    # the audited subset only: the pipeline's job does not read audit.repeats (raising it adds repeats
+    # and re-runs none of the earlier ones); by hand, the repeat must be one params.yaml asks for
+    from .settings import declared
+
+    audit = audit_subset(params)
+    if declared(params, "audit.repeats") and repeat not in audit_settings(params).asked:
+        repeats = audit_settings(params).repeats
         raise ConfigError(
-            f"--repeat {repeat}: audit.repeats is {audit.repeats} in params.yaml, so the repeats to ask are "
-            + (f"1..{audit.repeats - 1}" if audit.repeats > 1 else "none (the audit is off)")
+            f"--repeat {repeat}: audit.repeats is {repeats} in params.yaml, so the repeats to ask are "
+            + (f"1..{repeats - 1}" if repeats > 1 else "none (the audit is off)")
             + " (repeat 0 is the main run)"
         )
     template = prompt_templates(params)[0]

@@ -109,16 +109,15 @@ def run_template(
 # prompt-run (the prompt-sensitivity dimension)
 # ---------------------------------------------------------------------------
 def _prompt_run(args: argparse.Namespace) -> int:
-    from .config import model_settings
+    from .config import model_settings, prompt_templates
     from .errors import ConfigError
-    from .inference.prompts import TEMPLATES
-    from .settings import load_settings
+    from .settings import declared, load_settings
 
     params = load_settings(args)
-    # the pipeline runs the templates prompt.templates lists; by hand any known one (the job reads only
-    # the main template, to reuse its answers: adding a template re-runs no other template's job)
-    if args.template not in TEMPLATES:
-        raise ConfigError(f"--template {args.template!r}: unknown prompt template; known: {', '.join(sorted(TEMPLATES))}")
+    # the pipeline's job reads only the main template (to reuse its answers: adding a template re-runs
+    # no other template's job); by hand, the template must be one prompt.templates lists
+    if declared(params, "prompt.templates") and args.template not in prompt_templates(params):
+        raise ConfigError(f"{args.params}: prompt.templates does not list {args.template!r}: {prompt_templates(params)}")
     metrics = run_template(
         args.model,
         model_settings(params, args.model, args.params),

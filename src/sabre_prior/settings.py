@@ -162,6 +162,14 @@ class Settings(dict):
     __setitem__ = __delitem__ = update = pop = popitem = setdefault = clear = _readonly  # type: ignore[assignment]
 
 
+def declared(params: Mapping[str, Any], key: str) -> bool:
+    """Whether a command may read ``key`` (a dotted path): always from a whole params.yaml (by hand),
+    from a rule's settings only where the rule declares it (for a check by hand the rule needs not)."""
+    if not isinstance(params, Settings) or params._everything():
+        return True
+    return _covered(tuple(key.split(".")), params.keys_declared)
+
+
 def decode(text: str, source: str = "--settings") -> Settings:
     """The :class:`Settings` a rule passed (:func:`encode`)."""
     try:

@@ -41,6 +41,12 @@ wildcard_constraints:
     repeat=one_of(REPEATS),
 
 
+#: The keys of a model's entry that its answering jobs (predict, prompt_run, audit_run) do not read:
+#: its name in the tables, its paper name, the checkpoint it serves and whether its batches are audited.
+NOT_ANSWERING = ("display_name", "paper_name", "same_model_as", "batch_audit")
+ANSWERING = ("models.{model}", *(f"!models.{{model}}.{key}" for key in NOT_ANSWERING))
+
+
 def settings(*keys):
     """A rule's `settings` param: the settings of params.yaml its command reads (dotted keys, with
     {model}-style wildcards; `!key` leaves one out), as the JSON passed to the command's `--settings`.

@@ -16,7 +16,7 @@ rule predict:
         "results/predictions/{model}/{split}.jsonl",
         "results/usage/{model}/{split}.json",
     params:
-        settings=settings("models.{model}", "!models.{model}.display_name", "prompt.templates.0"),
+        settings=settings(*ANSWERING, "prompt.templates.0"),
         prefix=cuda_prefix,
     wildcard_constraints:
         model=one_of(OTHER_MODELS),

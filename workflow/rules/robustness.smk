@@ -21,7 +21,7 @@ rule prompt_run:
         expand("results/prompts/{{template}}/{{model}}/traces/{split}.jsonl", split=SPLITS),
         "results/prompts/{template}/{model}/metrics.json",
     params:
-        settings=settings("models.{model}", "!models.{model}.display_name", "splits", "prompt.templates.0"),
+        settings=settings(*ANSWERING, "splits", "prompt.templates.0"),
     resources:
         api_jobs=api_job,
     log:
@@ -41,10 +41,7 @@ rule audit_run:
         "results/audit/{model}/r{repeat}.json",
     params:
         # not audit.repeats: raising it adds jobs and re-runs none of the earlier repeats
-        settings=settings(
-            "models.{model}", "!models.{model}.display_name", "splits", "audit.questions", "audit.seed",
-            "prompt.templates.0",
-        ),
+        settings=settings(*ANSWERING, "splits", "audit.questions", "audit.seed", "prompt.templates.0"),
     resources:
         api_jobs=api_job,
     log:
