@@ -341,4 +341,4 @@ def test_dvc_repro_shows_why_a_stage_failed(tmp_path: Path) -> None:
     text = proc.stdout + proc.stderr
     assert "error: params.yaml: invalid configuration" in text and "'./no-such-mirror' not found" in text, text
     assert "Traceback" not in text
-    assert not (project / "dvc.lock").exists() and not (project / "results").exists()  # nothing written
+    assert not (project / "dvc.lock").exists() and not (project / "results/logs").exists()  # nothing written
