@@ -76,8 +76,9 @@ DVC_DEPS = [
 # not for a run with other settings than params.yaml's
 from sabre_prior.sync import dvc_project
 
-RECORD = dvc_project() and SAME_AS_PARAMS
-if dvc_project() and not SAME_AS_PARAMS:
+IN_DVC = dvc_project()  # one `git rev-parse` per start
+RECORD = IN_DVC and SAME_AS_PARAMS
+if IN_DVC and not SAME_AS_PARAMS:
     print("note: --config/--configfile: these results are not recorded in dvc.lock (not params.yaml's)", file=sys.stderr)
 
 
