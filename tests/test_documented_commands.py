@@ -112,3 +112,12 @@ def test_the_old_order_would_have_been_caught(demo: Path) -> None:
     """The check can fail: the command order the issue reported does not parse."""
     proc = snakemake(["--cores", "8", "--resources", "api_jobs=2", "all", "-n", "--quiet", "rules"], demo, check=False)
     assert proc.returncode != 0 and any(e in proc.stdout + proc.stderr for e in PARSE_ERRORS), proc.stderr[-800:]
+
+
+def test_the_workflow_passes_snakemakes_lint(tmp_path: Path) -> None:
+    """CI (.ci/run) runs `snakemake --lint` before the tests, and a lint fails it (exit 1)."""
+    assert "snakemake --lint" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    project = copy_project(tmp_path / "project")
+    proc = snakemake(["--lint"], project, check=False, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "Lints for" not in proc.stdout + proc.stderr

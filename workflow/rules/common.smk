@@ -1,4 +1,4 @@
-# Names the rules share. Each rule file (one per stage) is written by hand: its inputs, outputs,
+# Names the rules share. The rule files (one per stage) are written by hand; their inputs, outputs,
 # params, resources and log are where the rule stands.
 
 from pathlib import Path
@@ -112,7 +112,7 @@ def caption(stem):
 
 
 # On a cluster only local-model predictions (rule predict_local) are submitted; every other rule
-# is local (each rule file lists its own): data download needs the hub, API calls the network,
+# is local (each rule file lists its own). Data download needs the hub, API calls the network,
 # and scoring and the report take seconds.
 localrules:
     all,

@@ -10,11 +10,11 @@
 
 rule predict:
     input:
-        "data/parquet/{split}.parquet",
-        code("inference", "scoring", "data"),
+        data="data/parquet/{split}.parquet",
+        code=code("inference", "scoring", "data"),
     output:
-        "results/predictions/{model}/{split}.jsonl",
-        "results/usage/{model}/{split}.json",
+        predictions="results/predictions/{model}/{split}.jsonl",
+        usage="results/usage/{model}/{split}.json",
     params:
         settings=settings(*ANSWERING, "prompt.templates.0"),
         prefix=cuda_prefix,
@@ -33,7 +33,7 @@ rule predict:
         "../../environment.yml"
     shell:
         "{params.prefix}sabre --log {log} predict --model {wildcards.model} --split {wildcards.split}"
-        " --data {input[0]} --output {output[0]} --usage {output[1]} --settings {params.settings:q}"
+        " --data {input.data} --output {output.predictions} --usage {output.usage} --settings {params.settings:q}"
 
 
 # Local models (transformers, vllm): the same job as a rule of its own, so that a cluster run
