@@ -209,3 +209,45 @@ def test_snakemake_shows_a_config_error_without_a_stack(tmp_path: Path) -> None:
     assert proc.returncode == 2, text
     assert "analysis.report.max_nonanswer_rate" in text
     assert "Traceback" not in text and "sabre_prior" not in text and 'File "' not in text, text
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # Snakemake reads --configfile before this project's Snakefile runs: its own message
+        # (a FileNotFoundError naming the file; docs/troubleshooting.md says so)
+        (None, "other.yaml"),
+        ("models: [\n", "not valid JSON or YAML"),
+        ("models:\n  gpt:\n    backend: opnai\n", "with the command line's --config/--configfile"),
+    ],
+    ids=["missing", "not_yaml", "unknown_backend"],
+)
+def test_a_bad_configfile_under_snakemake_changes_nothing(tmp_path: Path, text: str | None, says: str) -> None:
+    """`snakemake all --configfile other.yaml` with a missing, broken or invalid file: a non-zero exit,
+    a message naming the file or key, none of our stack, and no file of the project written
+    (Snakemake's own log in .snakemake/log aside)."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from project import copy_project
+
+    project = copy_project(tmp_path / "p")
+    if text is not None:
+        (project / "other.yaml").write_text(text, encoding="utf-8")
+
+    def tree() -> dict[str, str]:
+        return {str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(project.rglob("*"))
+                if p.is_file() and "__pycache__" not in p.parts and ".snakemake" not in p.parts}  # fmt: skip
+
+    before = tree()
+    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "1", "all", "--configfile", "other.yaml"],
+                          cwd=project, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert says in out, out
+    assert "sabre_prior" not in out, out
+    if text is not None and "opnai" in text:
+        assert "models.gpt.backend" in out and "Traceback" not in out, out
+    assert tree() == before

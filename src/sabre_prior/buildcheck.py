@@ -140,9 +140,11 @@ def snakefile_read(path: str = "params.yaml") -> dict[str, Any]:
 
 def snakefile_validate(config: Mapping[str, Any], raw: Mapping[str, Any], path: str = "params.yaml") -> bool:
     """Every check of :func:`validate_for_run` on Snakemake's ``config``;
-    returns whether ``config`` is exactly ``path``'s content (no ``--config``/``--configfile``)."""
+    returns whether ``config`` is exactly ``path``'s content (no ``--config``/``--configfile``).
+    Where the command line changed it, a message names both (the key may come from either)."""
+    same = dict(config) == dict(raw)
     try:
-        validate_for_run(config, path)
+        validate_for_run(config, path if same else f"{path} with the command line's --config/--configfile")
     except ConfigError as exc:
         _exit_with(exc)
-    return dict(config) == dict(raw)
+    return same
