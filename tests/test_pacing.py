@@ -349,15 +349,18 @@ def test_a_first_answer_429_naming_the_reset_leaves_the_window_open(tmp_path: Pa
     """Every question's first attempt gets a 429 naming a reset RESET_S ahead (the fake's 429_reset: OpenAI's
     x-ratelimit-reset-requests, Anthropic's anthropic-ratelimit-requests-reset), the first answer of the
     run included.  Its headers tell the limit: after the reset the questions go together, not one a reset
-    (12 questions were 12 rounds of RESET_S, issue 35); the 429s come in at most three rounds (Anthropic's
-    4,000 a minute paces the first burst over two); every reset honoured."""
+    (12 questions were 12 rounds of RESET_S, issue 35); the 429s come in three rounds (Anthropic's
+    4,000 a minute paces the first burst over two; at most five on a loaded machine); every reset honoured."""
     with FakeServer(latency=0.05) as server:
         server.add_fault("429_reset", first_attempts=1, retry_after=RESET_S)
         _run_small_split(tmp_path, server, backend)
         _nothing_before_a_named_reset(server)
         told = sorted(c.end for c in server.calls if c.status == 429 and c.end is not None)
         rounds = 1 + sum(1 for a, b in zip(told, told[1:]) if b - a > RESET_S / 2)
-        assert len(told) == 12 and rounds <= 3, f"{len(told)} 429s in {rounds} rounds"
+        # three rounds on an idle machine; on a loaded one (load 5, the full suite beside it) a
+        # round's 429s can arrive more than RESET_S / 2 apart and count as two: at most 5, where
+        # the bug this guards against (one question a reset) made 12
+        assert len(told) == 12 and rounds <= 5, f"{len(told)} 429s in {rounds} rounds: {told}"
 
 
 def test_main_run_template_run_and_audit_repeat_share_one_budget(tmp_path: Path) -> None:
