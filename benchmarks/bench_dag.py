@@ -56,7 +56,9 @@ def project_copy(dest: Path) -> Path:
     subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "bench"], cwd=dest, check=True)
     bare = "\n".join(
-        line if not HOOKS.match(line) else "pass  # " + line for line in (dest / "Snakefile").read_text().splitlines()
+        line if not HOOKS.match(line)
+        else ("SAME_AS_PARAMS = True  # " if line.startswith("SAME_AS_PARAMS") else "pass  # ") + line
+        for line in (dest / "Snakefile").read_text().splitlines()
     )
     bare = bare.split("onsuccess:")[0].replace("RAW_PARAMS", "None")
     (dest / ".bench-Snakefile").write_text(bare + "\n", encoding="utf-8")
