@@ -286,7 +286,7 @@ def run_backend(
             b.complete_batch(queries[:1])
             before = dict(b.stats)
             _, _, _, seconds = _answer_all(b, queries[:n])
-            split = {k: round(b.stats[k] - before[k], 2) for k in tb.TIMING_KEYS}
+            split = {k: round(b.stats[k] - before[k], 4) for k in tb.TIMING_KEYS}
             rows.append({"variant": label, "questions": n, "max_new_tokens": tokens, "seconds": round(seconds, 2),
                          "questions_per_s": round(n / seconds, 2), **split,
                          "image_processor": (b.image_processor_check or {}).get("used")})  # fmt: skip
@@ -325,7 +325,7 @@ def run_backend(
     if hf:
         from sabre_prior.inference.models import transformers_backend as tb
 
-        result["time_split_s"] = {k: round(backend.stats[k] - before[k], 2) for k in tb.TIMING_KEYS}
+        result["time_split_s"] = {k: round(backend.stats[k] - before[k], 4) for k in tb.TIMING_KEYS}
         result["image_processor_check"] = backend.image_processor_check
         cost = flops_per_question(backend, queries[:8], out_tok / max(1, len(queries)))
         result["flops"] = cost
