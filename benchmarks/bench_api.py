@@ -175,10 +175,28 @@ def run_bare(project: Path, server: FakeServer, n: int, c: int) -> dict[str, flo
     return {"last_answer": last, "first_request": first, "exit": t_exit, "rss_mb": rss, "cpu_ms": cpu / n * 1000}
 
 
-def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float) -> dict[str, float]:
+def rule_settings(params: dict) -> str:
+    """The ``--settings`` JSON that rule ``predict`` passes for model ``bench`` (workflow/rules/inference.smk:
+    ``settings(*ANSWERING, "prompt.templates.0")``, with ANSWERING and NOT_ANSWERING read from
+    workflow/rules/common.smk, so that the benchmark runs the rule's command, not a copy of it)."""
+    import ast
+    import re
+
+    from sabre_prior import settings
+
+    text = (ROOT / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
+    found = re.search(r"^NOT_ANSWERING = (\(.*?\))$", text, re.M)
+    if found is None or 'ANSWERING = ("models.{model}", *(f"!models.{{model}}.{key}" for key in NOT_ANSWERING))' not in text:
+        raise SystemExit("workflow/rules/common.smk no longer defines ANSWERING as this benchmark reads it: update rule_settings")
+    keys = [["models", "bench"], *(["!", "models", "bench", k] for k in ast.literal_eval(found.group(1))), "prompt.templates.0"]
+    return settings.encode(params, keys)
+
+
+def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float, form: str = "hand") -> dict[str, float]:
     params = {
         "dataset": {"source": "demo"},
         "splits": ["attribute"],
+        "prompt": {"templates": ["screening_v1"]},  # the default, said: the rule's settings carry it
         "models": {
             "bench": {
                 "backend": "openai",
@@ -195,8 +213,10 @@ def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float) 
     shutil.rmtree(project / "results", ignore_errors=True)
     server.clear()
     sabre = str(Path(sys.executable).parent / "sabre")
-    t0, t_exit, rss, cpu = run_timed([sabre, "predict", "--model", "bench", "--split", "attribute"], project,
-                                project / f"predict_c{c}.log")  # fmt: skip
+    cmd = [sabre, "predict", "--model", "bench", "--split", "attribute"]
+    if form == "rule":  # as Snakemake runs it: the rule's settings on the command line, validated by Snakemake
+        cmd += ["--settings", rule_settings(params)]
+    t0, t_exit, rss, cpu = run_timed(cmd, project, project / f"predict_{form}_c{c}.log")
     first, last = call_times(server, n, t0)
     ideal = n * latency / c
     run_log = json.loads((project / "results" / "logs" / "usage" / "bench" / "attribute.json").read_text())
@@ -211,7 +231,14 @@ def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float) 
         "max_in_flight": server.max_in_flight,
         "rss_mb": rss,
         "cpu_ms": cpu / n * 1000,
+        "form": form,
     }
+
+
+def median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values)
 
 
 def main() -> int:
@@ -224,6 +251,12 @@ def main() -> int:
     parser.add_argument("--rss-n", type=int, default=4000, help="a second N for the peak-RSS comparison (0: skip)")
     parser.add_argument("--hog", type=int, default=1, help="CPU hogs running beside both clients (0: none)")
     parser.add_argument("--hog-s", type=float, default=900.0, help="each hog stops on its own after this long")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each client per row, alternating; the table gives medians (of each round's "
+                             "sabre/bare ratio for the ratios) and the ratios' range")  # fmt: skip
+    parser.add_argument("--forms", nargs="+", choices=["hand", "rule"], default=["hand", "rule"],
+                        help="how sabre predict is run: by hand (reads and validates params.yaml) and as rule "
+                             "predict runs it (--settings, validated by Snakemake before the job)")  # fmt: skip
     parser.add_argument("--server-limit", type=float, default=1e5,
                         help="requests per second the server's rate-limit headers announce (0: no headers; "
                              "sabre then starts slowly, one more request in flight per answer)")  # fmt: skip
@@ -244,12 +277,23 @@ def main() -> int:
                     size = tuple(int(v) for v in image_size.lower().split("x"))
                     kb = write_data(data, args.n, size)  # type: ignore[arg-type]
                     for c in args.concurrency:
-                        bare.append(run_bare(project, server, args.n, c))
-                        rows.append(run_once(project, server, args.n, c, args.latency))
-                        r, b = rows[-1], bare[-1]
-                        r["kb"] = kb
-                        print(f"  {kb:.0f} KB, C={c}: sabre {r['last_answer']:.2f} s, {r['cpu_ms']:.2f} ms CPU a call; "
-                              f"bare client {b['last_answer']:.2f} s, {b['cpu_ms']:.2f} ms (ideal {r['ideal']:.2f} s)", flush=True)
+                        rounds: list[tuple[dict[str, float], dict[str, dict[str, float]]]] = []
+                        for i in range(args.rounds):  # alternating, so that a change of load falls on both
+                            b = run_bare(project, server, args.n, c)
+                            runs = {form: run_once(project, server, args.n, c, args.latency, form) for form in args.forms}
+                            rounds.append((b, runs))
+                            print(f"  {kb:.0f} KB, C={c}, round {i + 1}: " + "; ".join(
+                                f"sabre ({f}) {r['last_answer']:.2f} s, {r['cpu_ms']:.2f} ms CPU a call" for f, r in runs.items())
+                                + f"; bare client {b['last_answer']:.2f} s, {b['cpu_ms']:.2f} ms", flush=True)  # fmt: skip
+                        bare.append({k: median([b[k] for b, _ in rounds]) for k in rounds[0][0]})
+                        for form in args.forms:
+                            runs_f = [(b, r[form]) for b, r in rounds]
+                            row = {k: median([r[k] for _, r in runs_f]) for k in runs_f[0][1] if k != "form"}
+                            cpu_ratios = [r["cpu_ms"] / b["cpu_ms"] for b, r in runs_f]
+                            wall_ratios = [r["last_answer"] / b["last_answer"] for b, r in runs_f]
+                            row.update(form=form, kb=kb, bare=bare[-1], cpu_ratio=median(cpu_ratios), wall_ratio=median(wall_ratios),
+                                       cpu_range=(min(cpu_ratios), max(cpu_ratios)), wall_range=(min(wall_ratios), max(wall_ratios)))  # fmt: skip
+                            rows.append(row)
                 rss[args.n] = rows[-1]["rss_mb"]
                 if args.rss_n:
                     write_data(data, args.rss_n, size)  # type: ignore[arg-type]
@@ -260,20 +304,24 @@ def main() -> int:
             h.kill()
             h.wait()
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+    print(f"medians of {args.rounds} round(s); a ratio is the median of each round's sabre/bare ratio [its range]")
     print(
-        "| image | C | CPU ms a call, sabre / bare | CPU ratio | target | ideal N*L/C (s) | sabre: start -> last answer (s) | "
-        "bare client (s) | wall ratio | target | first request at (s), sabre / bare | max in flight | call latency p50 (ms) |"
+        "| image | C | sabre run | CPU ms a call, sabre / bare | CPU ratio [range] | target | ideal N*L/C (s) | "
+        "sabre: start -> last answer (s) | bare client (s) | wall ratio [range] | target | first request at (s), sabre / bare | "
+        "max in flight | call latency p50 (ms) |"
     )
-    print("|--:|--:|--:|--:|:--|--:|--:|--:|--:|:--|--:|--:|--:|")
-    for r, b in zip(rows, bare):
-        ratio, cpu = r["last_answer"] / b["last_answer"], r["cpu_ms"] / b["cpu_ms"]
+    print("|--:|--:|:--|--:|--:|:--|--:|--:|--:|--:|:--|--:|--:|--:|")
+    for r in rows:
+        b, ratio, cpu = r["bare"], r["wall_ratio"], r["cpu_ratio"]
         print(
-            f"| {r['kb']:.0f} KB | {r['C']} | {r['cpu_ms']:.2f} / {b['cpu_ms']:.2f} | {cpu:.2f} | "
+            f"| {r['kb']:.0f} KB | {r['C']:.0f} | {'by hand' if r['form'] == 'hand' else 'as the rule runs it'} | "
+            f"{r['cpu_ms']:.2f} / {b['cpu_ms']:.2f} | {cpu:.2f} [{r['cpu_range'][0]:.2f}-{r['cpu_range'][1]:.2f}] | "
             f"<= {CPU_TARGET}x {'ok' if cpu <= CPU_TARGET else 'MISSED'} | {r['ideal']:.2f} | {r['last_answer']:.2f} | "
-            f"{b['last_answer']:.2f} | {ratio:.3f} | <= {RATIO_TARGET}x {'ok' if ratio <= RATIO_TARGET else 'MISSED'} | "
+            f"{b['last_answer']:.2f} | {ratio:.3f} [{r['wall_range'][0]:.3f}-{r['wall_range'][1]:.3f}] | "
+            f"<= {RATIO_TARGET}x {'ok' if ratio <= RATIO_TARGET else 'MISSED'} | "
             f"{r['first_request']:.2f} / {b['first_request']:.2f} "
             f"({'ok' if r['first_request'] <= FIRST_TARGET else 'MISSED'} <= {FIRST_TARGET} s) | "
-            f"{r['max_in_flight']} | {r['p50'] * 1000:.0f} |"
+            f"{r['max_in_flight']:.0f} | {r['p50'] * 1000:.0f} |"
         )
     if rss:
         print()

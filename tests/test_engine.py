@@ -310,3 +310,21 @@ def test_journal_only_rerun_needs_no_key(tmp_path: Path, server: FakeServer, spl
     with pytest.raises(BackendError, match="SABRE_TEST_API_KEY"):
         predict(tmp_path, settings, split_file)
     assert len(server.calls) == n
+
+
+def test_without_image_is_the_item_with_empty_image_bytes() -> None:
+    """The copy equals dataclasses.replace's (every other field kept), leaves the original whole, and
+    stays frozen."""
+    import dataclasses
+
+    from sabre_prior.inference.engine import without_image
+
+    q = Query(id="q1", split="context", text="How many?", image=b"\xff\xd8\xffjpeg", image_mime="image/jpeg",
+              row={"id": "q1"}, template="screening_v1", repeat=2)  # fmt: skip
+    item = WorkItem(query=q, key="k" * 64, image={"bytes": 7}, est_tokens=12)
+    out = without_image(item)
+    assert out == dataclasses.replace(item, query=dataclasses.replace(q, image=b""))
+    assert type(out) is WorkItem and type(out.query) is Query and item.query.image == b"\xff\xd8\xffjpeg"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.query.image = b"x"  # type: ignore[misc]
+    assert without_image(out) is out

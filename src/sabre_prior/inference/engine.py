@@ -153,7 +153,13 @@ def without_image(item: WorkItem) -> WorkItem:
     """The item with its image bytes dropped (what is kept once its call is over)."""
     if not item.query.image:
         return item
-    return dataclasses.replace(item, query=dataclasses.replace(item.query, image=b""))
+    # copies with one field changed, without dataclasses.replace's pass through __init__ (measured:
+    # 8.5 us an item there, twice per question)
+    query = object.__new__(type(item.query))
+    query.__dict__.update(item.query.__dict__, image=b"")
+    out = object.__new__(type(item))
+    out.__dict__.update(item.__dict__, query=query)
+    return out
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:

@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 JOURNAL_FORMAT = 1
 #: the longest a written line waits for its fsync (the background thread's group commit)
 SYNC_INTERVAL_S = 0.1
+#: the encoders of a request key's canonical JSON and of a journal line, made once (``json.dumps``
+#: with options builds an encoder per call)
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_LINE_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def journal_path(model: str, split: str, root: str | Path = ".", journal_dir: str | Path | None = None) -> Path:
@@ -89,7 +93,7 @@ def request_key(
     }
     if repeat:
         payload["repeat"] = int(repeat)
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    blob = _KEY_JSON.encode(payload)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -239,12 +243,13 @@ class Journal:
         rec.setdefault("time", _utc_now())
         if not isinstance(rec.get("key"), str) or not isinstance(rec.get("text"), str):
             raise ValueError("a journal record needs a string key and text")
-        line = (json.dumps(rec, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+        line = (_LINE_JSON.encode(rec) + "\n").encode("utf-8")
         view = memoryview(line)
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        self._dirty.set()
+        if not self._dirty.is_set():  # set already: the syncer has yet to clear it, and its fsync follows
+            self._dirty.set()
         _keep(self._records, self._spent, rec)
         self.appended += 1
         return rec

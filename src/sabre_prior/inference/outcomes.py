@@ -40,6 +40,7 @@ headers=None, message=None, provider=None)``, ``retry_after_from_headers(headers
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import re
 from typing import Any, Mapping
@@ -315,6 +316,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
+@functools.lru_cache(maxsize=256)  # every response carries one or two, mostly the same few values
 def parse_duration(value: str) -> float | None:
     """Seconds of a Go-style duration (``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``) or a protobuf ``37s``."""
     s = str(value).strip()

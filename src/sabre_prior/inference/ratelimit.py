@@ -466,6 +466,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: the state's encoder, made once (``json.dumps`` with options builds one per call)
+_STATE_JSON = json.JSONEncoder(separators=(",", ":"))
+#: the state's first read: a few hundred bytes in practice (a read of 1 MiB allocated and
+#: page-faulted a megabyte per call: 14 us of the 18 us an update took, measured)
+_READ_BYTES = 1 << 16
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd`` from its start, in reads of :data:`_READ_BYTES`."""
+    parts = [os.pread(fd, _READ_BYTES, 0)]
+    while len(parts[-1]) == _READ_BYTES:
+        parts.append(os.pread(fd, _READ_BYTES, _READ_BYTES * len(parts)))
+    return b"".join(parts) if len(parts) > 1 else parts[0]
+
+
 class FileStore:
     """The state in ``path``, read-modify-written under an exclusive ``fcntl`` lock."""
 
@@ -482,7 +497,7 @@ class FileStore:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             now = self.clock()
-            raw = os.pread(self._fd, 1 << 20, 0)
+            raw = _read_all(self._fd)
             st: dict[str, Any] | None = None
             if raw:
                 try:
@@ -498,7 +513,7 @@ class FileStore:
                 st["holders"] = {p: n for p, n in st["holders"].items() if p == mine or not p.isdigit() or _alive(int(p))}
                 st["pruned"] = now
             result = fn(st, now)
-            data = json.dumps(st, separators=(",", ":")).encode()
+            data = _STATE_JSON.encode(st).encode()
             # padded with spaces (JSON allows them) to the length read: no truncation per call
             os.pwrite(self._fd, data.ljust(len(raw)), 0)
             return result
