@@ -70,3 +70,22 @@ def test_a_wrong_option_would_be_caught(monkeypatch: pytest.MonkeyPatch) -> None
     """The check can fail: an option the script does not have ends in argparse's exit status 2."""
     with pytest.raises(pytest.fail.Exception, match="does not parse"):
         test_a_documented_benchmark_command_parses("here", "benchmarks/bench_api.py", ["--no-such-option"], monkeypatch)
+
+
+def test_bench_api_passes_the_settings_rule_predict_passes(workflow_summary: list[dict[str, str]]) -> None:
+    """`bench_api.py` runs `sabre predict` "as the rule runs it": the --settings it builds declare the
+    same keys, for its model, as rule predict's command in the session's demo run did for model random."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_api
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+    row = next(r for r in workflow_summary if r["rule"] == "predict" and "--model random " in r["shellcmd"])
+    words = shlex.split(row["shellcmd"])
+    rule_keys = json.loads(words[words.index("--settings") + 1])["keys"]
+    params = {"models": {"bench": {"backend": "openai", "model_id": "m"}}, "prompt": {"templates": ["screening_v1"]}}
+    bench_keys = json.loads(bench_api.rule_settings(params))["keys"]
+    assert [k.replace("models.random", "models.bench") for k in rule_keys] == bench_keys
