@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from statistics import median
 import time
 from pathlib import Path
 
@@ -233,12 +234,6 @@ def run_once(project: Path, server: FakeServer, n: int, c: int, latency: float, 
         "cpu_ms": cpu / n * 1000,
         "form": form,
     }
-
-
-def median(values: list[float]) -> float:
-    import statistics
-
-    return statistics.median(values)
 
 
 def main() -> int:

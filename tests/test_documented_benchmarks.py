@@ -72,16 +72,13 @@ def test_a_wrong_option_would_be_caught(monkeypatch: pytest.MonkeyPatch) -> None
         test_a_documented_benchmark_command_parses("here", "benchmarks/bench_api.py", ["--no-such-option"], monkeypatch)
 
 
-def test_bench_api_passes_the_settings_rule_predict_passes(workflow_summary: list[dict[str, str]]) -> None:
+def test_bench_api_passes_the_settings_rule_predict_passes(workflow_summary: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
     """`bench_api.py` runs `sabre predict` "as the rule runs it": the --settings it builds declare the
     same keys, for its model, as rule predict's command in the session's demo run did for model random."""
     import json
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import bench_api
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_api
 
     row = next(r for r in workflow_summary if r["rule"] == "predict" and "--model random " in r["shellcmd"])
     words = shlex.split(row["shellcmd"])

@@ -218,14 +218,15 @@ def test_a_killed_process_leaks_no_slot(tmp_path: Path) -> None:
         store.close()
 
 
-def test_a_state_larger_than_one_read_is_read_whole(tmp_path: Path) -> None:
-    """The state is read in pieces of R._READ_BYTES: one several pieces long comes back whole, and a
-    shorter state written over it leaves no tail of the old one behind (padded, still JSON)."""
+def test_a_large_state_is_read_whole(tmp_path: Path) -> None:
+    """The state is read at its file's size: one larger than a megabyte (the fixed read of earlier
+    code) comes back whole, and a shorter state written over it leaves no tail of the old one behind
+    (padded, still JSON)."""
     path = tmp_path / "pacing.json"
     st = R.new_state(__import__("time").time())
-    st["answers"] = [1.0 + i / 1e6 for i in range(3 * R._READ_BYTES // 9)]  # ~3.5 reads' worth of JSON
+    st["answers"] = [1.0 + i / 1e6 for i in range(150_000)]  # ~1.5 MB of JSON
     path.write_text(json.dumps(st))
-    assert path.stat().st_size > 3 * R._READ_BYTES
+    assert path.stat().st_size > 1 << 20
     store = R.FileStore(path)
     try:
         assert store.update(lambda s, now: len(s["answers"])) == len(st["answers"])
