@@ -71,6 +71,17 @@ def _params_jobs(output: str) -> set[str]:
     return rules
 
 
+def _outputs_by_rule(output: str) -> dict[str, str]:
+    """Output file -> rule, for the jobs of a run (each job block's `output:` line): a file the run
+    changed was made by one of them (what `snakemake --summary` lists, without a run of its own)."""
+    made_by = {}
+    for match in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n?)+)", output, re.M):
+        files = re.search(r"^    output: (.*)$", match.group(2), re.M)
+        for path in files.group(1).split(", ") if files else []:
+            made_by[path] = match.group(1)
+    return made_by
+
+
 def _set(params: dict, leaf: str, value: object) -> None:
     *path, last = leaf.split(".")
     node = params
@@ -153,8 +164,9 @@ def test_changing_a_setting_reruns_exactly_the_jobs_whose_outputs_change(
     assert jobs_run(out(proc)), f"changing {leaf} re-ran nothing"
     after = _digests(work)
     changed = {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
-    summary = {row.split("\t")[0]: row.split("\t")[2] for row in smk(work, "--summary", "all").stdout.splitlines()[1:] if "\t" in row}
-    rules_changed = {summary[p] for p in changed if p in summary}
+    made_by = _outputs_by_rule(out(proc))
+    # the rule of each changed file (a file a job made, or a file in a folder a job made)
+    rules_changed = {made_by[q] for p in changed for q in (p, *map(str, Path(p).parents)) if q in made_by}
     # the aggregates read every model's whole entry (`models`): a model setting they do not show re-runs them
     coarse = AGGREGATES if leaf.startswith("models.") else set()
     unchanged = sorted(_params_jobs(out(proc)) - rules_changed - set(NOT_USED_HERE) - coarse)
