@@ -72,16 +72,22 @@ def test_a_wrong_option_would_be_caught(monkeypatch: pytest.MonkeyPatch) -> None
         test_a_documented_benchmark_command_parses("here", "benchmarks/bench_api.py", ["--no-such-option"], monkeypatch)
 
 
-def test_bench_api_passes_the_settings_rule_predict_passes(workflow_summary: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_api_passes_the_settings_rule_predict_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`bench_api.py` runs `sabre predict` "as the rule runs it": the --settings it builds declare the
-    same keys, for its model, as rule predict's command in the session's demo run did for model random."""
+    same keys, for its model, as rule predict's command for model random does (the command a dry run
+    of the shipped project prints: Snakemake computes a job's params when it plans the job)."""
     import json
+
+    from tests.project import copy_project, snakemake
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import bench_api
 
-    row = next(r for r in workflow_summary if r["rule"] == "predict" and "--model random " in r["shellcmd"])
-    words = shlex.split(row["shellcmd"])
+    project = copy_project(tmp_path / "project")
+    dry = snakemake(["-n", "--printshellcmds", "results/predictions/random/context.jsonl"], project).stdout
+    command = re.search(r"^Shell command: (sabre .* predict --model random .*)$", dry, re.M)
+    assert command, dry[-2000:]
+    words = shlex.split(command.group(1))
     rule_keys = json.loads(words[words.index("--settings") + 1])["keys"]
     params = {"models": {"bench": {"backend": "openai", "model_id": "m"}}, "prompt": {"templates": ["screening_v1"]}}
     bench_keys = json.loads(bench_api.rule_settings(params))["keys"]

@@ -29,6 +29,11 @@ from project import env
 
 from sabre_prior import cli
 
+#: every case starts from a finished `snakemake all` of the demo (the session's demo_repo_run, ~28 CPU-s
+#: on 2 cores): an end-to-end run of real Snakemake, so the slow tier (CI runs it; the developer loop,
+#: `-m "not slow"`, does not build the run)
+pytestmark = pytest.mark.slow
+
 SPLIT = "data/parquet/context.parquet"
 #: rule -> the arguments of its command for the model ``random`` and the split ``context``
 _COMMANDS: dict[str, list[str]] = {}

@@ -164,3 +164,23 @@ def test_lean_http_and_sdk_send_the_same_request(server: FakeServer, backend: st
     if backend in SDK_PARITY_SETTINGS:
         body = json.dumps(lean_call.body)
         assert '"seed": 3' in body or '"top_k": 3' in body  # extra_body arrived
+
+
+def test_a_background_sdk_import_ends_before_the_interpreter_finalizes() -> None:
+    """A run answered wholly from the journal can exit while the SDK still imports: the
+    interpreter must wait for that thread (a daemon thread importing C extensions during
+    finalization crashed a journal-only `sabre predict` with SIGSEGV in CI)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, sys\n"
+        "from sabre_prior.inference.models.base import import_in_background\n"
+        "assert 'aiohttp' not in sys.modules\n"
+        "import_in_background('aiohttp')\n"
+        # atexit runs after the interpreter has waited for its non-daemon threads
+        "atexit.register(lambda: print('done' if hasattr(sys.modules.get('aiohttp'), 'ClientSession') else 'partial'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "done", proc.stdout + proc.stderr

@@ -270,6 +270,18 @@ def _import_quietly(module: str) -> None:
         pass
 
 
+def import_in_background(module: str) -> None:
+    """Start importing ``module`` in a thread that the interpreter waits for at exit.
+
+    Not a daemon thread: a run answered wholly from the journal can end while the
+    import is still loading C extensions, and a daemon thread that runs on while the
+    interpreter finalizes can crash the process (a SIGSEGV after the job's work was
+    done, seen once in CI; cpython#127893 describes the class of crash).  Waiting
+    costs such a run at most the rest of the import (about half a second).
+    """
+    threading.Thread(target=_import_quietly, args=(module,), name=f"import:{module}").start()
+
+
 def prefetch_sdk(settings: Mapping[str, Any]) -> None:
     """Start importing a model's SDK in the background (about 0.5 s), as early as possible."""
     backend = settings.get("backend")
@@ -282,7 +294,7 @@ def prefetch_sdk(settings: Mapping[str, Any]) -> None:
         return
     sdk = getattr(cls, "runtime_module", "") or getattr(cls, "sdk_module", "")
     if sdk and importlib.util.find_spec(sdk.split(".")[0]) is not None:
-        threading.Thread(target=_import_quietly, args=(sdk,), daemon=True).start()
+        import_in_background(sdk)
 
 
 class ApiBackend(Backend):
@@ -381,7 +393,7 @@ class ApiBackend(Backend):
             )
         # importing an SDK takes about half a second: overlap it with reading the data
         if module not in sys.modules:
-            threading.Thread(target=_import_quietly, args=(module,), daemon=True).start()
+            import_in_background(module)
         self.api_key()
 
     # -- identity -----------------------------------------------------------------
