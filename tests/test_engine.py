@@ -101,6 +101,8 @@ def test_retryable_faults_are_retried_and_counted(
         assert usage["rejected_output_tokens"] == sum(c.output_tokens for c in server.calls if c.fault == "empty")
     log = json.loads((tmp_path / "runlog" / "m.json").read_text())
     assert sum(log["errors_by_kind"].values()) == 2 * len(faulted)
+    if fault == "stall":  # the lean HTTP client's total timeout ends the attempt (the engine sets no timer of its own)
+        assert log["errors_by_kind"] == {"timeout": 2 * len(faulted)}
 
 
 def test_retry_after_is_honoured(tmp_path: Path, server: FakeServer, split_file: Path) -> None:

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 PRODUCER_CHUNK = 8
 #: Questions read ahead per worker: the queue is bounded so that memory stays flat in N (images are not all held).
 QUEUE_PER_WORKER = 2
+#: The progress bar is told the answers counted at most this often (seconds).
+PROGRESS_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,8 @@ class _Progress:
         self.stats = stats
         self.bar = None
         self._args = (total, initial, desc) if enabled else None
+        self._unshown = 0  # answers not yet passed to the bar
+        self._next = 0.0  # when the bar is told next (time.monotonic)
 
     def start(self) -> None:
         if self._args is None or self.bar is not None:
@@ -205,17 +209,28 @@ class _Progress:
             self.bar.set_postfix(cached=s.cached, retries=s.retries, refused=s.refusals, failed=s.failures, refresh=False)
 
     def update(self, n: int, *, changed: bool = False) -> None:
+        """Count ``n`` more; the bar is told at most every :data:`PROGRESS_S` (and at once of a retry,
+        refusal or failure): the bar redraws every 0.2 s at most on a terminal, 2 s in a log, and a
+        tqdm update per answer was a tenth of the engine's CPU per call (docs/performance.md)."""
         if self._args is None:
             return
         if self.bar is None:
             self.start()
         elif changed:
             self.postfix()
-        self.bar.update(n)  # type: ignore[union-attr]
+        self._unshown += n
+        now = time.monotonic()
+        if changed or now >= self._next:
+            self._next = now + PROGRESS_S
+            self.bar.update(self._unshown)  # type: ignore[union-attr]
+            self._unshown = 0
 
     def close(self) -> None:
         self.start()  # a run with nothing to update still shows its (empty) bar
         if self.bar is not None:
+            if self._unshown:
+                self.bar.update(self._unshown)
+                self._unshown = 0
             self.postfix()
             self.bar.close()
 
@@ -276,6 +291,28 @@ def spend_record(
         "rejected_output_tokens": rejected[1],
         **more,
     }
+
+
+def _watch(workers: Sequence[asyncio.Task[None]]) -> asyncio.Future[asyncio.Task[None] | None]:
+    """A future set to the first worker that raised, or to None once every worker has ended: one
+    callback per worker for the whole run (waiting on every worker at each full queue cost a
+    callback added and removed per worker per question)."""
+    stopped: asyncio.Future[asyncio.Task[None] | None] = asyncio.get_running_loop().create_future()
+    left = len(workers)
+
+    def ended(task: asyncio.Task[None]) -> None:
+        nonlocal left
+        left -= 1
+        if stopped.done():
+            return
+        if not task.cancelled() and task.exception() is not None:
+            stopped.set_result(task)
+        elif left == 0:
+            stopped.set_result(None)
+
+    for w in workers:
+        w.add_done_callback(ended)
+    return stopped
 
 
 class Runner:
@@ -477,11 +514,12 @@ class Engine(Runner):
         limiter = RateLimiter(self.s.concurrency, self.s.requests_per_minute, self.s.tokens_per_minute, store=store)
         queue: asyncio.Queue[list[WorkItem] | None] = asyncio.Queue(maxsize=QUEUE_PER_WORKER * self.s.concurrency)
         workers = [asyncio.create_task(self._worker(queue, limiter)) for _ in range(self.s.concurrency)]
+        stopped = _watch(workers)
         try:
             for n, item in enumerate(items, start=1):
                 group = self._accept(item)
                 if group is not None:
-                    await self._put(queue, group, workers)  # bounded: only a few questions (and images) wait
+                    await self._put(queue, group, stopped)  # bounded: only a few questions (and images) wait
                     if self._ready is None:  # the first call: set up the backend and send it before reading on
                         self._ready = asyncio.ensure_future(asyncio.to_thread(self.backend.prepare))
                         await asyncio.wait({self._ready})
@@ -492,7 +530,7 @@ class Engine(Runner):
                 if n % PRODUCER_CHUNK == 0:
                     await asyncio.sleep(0)  # let the workers send what is ready
             for _ in workers:
-                await self._put(queue, None, workers)
+                await self._put(queue, None, stopped)
             await asyncio.gather(*workers)
         finally:
             for w in workers:
@@ -504,24 +542,22 @@ class Engine(Runner):
             limiter.close()
 
     @staticmethod
-    async def _put(queue: asyncio.Queue[Any], value: Any, workers: Sequence[asyncio.Task[None]]) -> None:
-        """Put into the bounded queue; a worker that died (its error is raised here) never leaves it full forever."""
+    async def _put(queue: asyncio.Queue[Any], value: Any, stopped: asyncio.Future[asyncio.Task[None] | None]) -> None:
+        """Put into the bounded queue; a worker that died (its error is raised here) never leaves it full
+        forever (``stopped``: :func:`_watch`'s future of the workers)."""
         try:
             queue.put_nowait(value)
             return
         except asyncio.QueueFull:
             pass
         put = asyncio.ensure_future(queue.put(value))
-        while not put.done():
-            done, _ = await asyncio.wait({put, *workers}, return_when=asyncio.FIRST_COMPLETED)
-            for w in done:
-                if w is not put and w.exception() is not None:
-                    put.cancel()
-                    raise w.exception()  # type: ignore[misc]
-            workers = [w for w in workers if not w.done()]
-            if not workers and not put.done():
-                put.cancel()
-                return
+        await asyncio.wait((put, stopped), return_when=asyncio.FIRST_COMPLETED)
+        if put.done():
+            return
+        put.cancel()
+        failed = stopped.result()
+        if failed is not None:
+            raise failed.exception()  # type: ignore[misc]
 
     async def _worker(self, queue: asyncio.Queue[list[WorkItem] | None], limiter: RateLimiter) -> None:
         while True:
@@ -538,8 +574,11 @@ class Engine(Runner):
 
     async def _attempt(self, query: Query) -> Completion:
         try:
-            async with asyncio.timeout(self.s.timeout_s):  # no task per call, as wait_for makes (Python 3.11)
+            if self.backend.times_out:  # its HTTP client ends the attempt after timeout_s: no second timer
                 completion = await self.backend.acomplete(query)
+            else:
+                async with asyncio.timeout(self.s.timeout_s):  # no task per call, as wait_for makes (Python 3.11)
+                    completion = await self.backend.acomplete(query)
         except TimeoutError:
             raise CallError(f"no answer within {self.s.timeout_s:g} s", retryable=True, kind="timeout") from None
         except CallError:

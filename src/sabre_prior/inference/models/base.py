@@ -157,6 +157,9 @@ class Backend:
 
     #: "offline" (no cost, no cache needed), "api" or "local".
     kind: ClassVar[str] = "offline"
+    #: True: ``acomplete`` ends an attempt after ``timeout_s`` itself (a :class:`CallError` of kind
+    #: "timeout"), so the engine sets no timer of its own for it
+    times_out: bool = False
     #: provider (``provider`` in params) -> its image-token rule, for the providers this backend's
     #: protocol reaches (an OpenAI-compatible endpoint does not count images like OpenAI); sources
     #: beside each rule and in docs/api_models.md.  Others: :func:`generic_image_tokens`.
@@ -360,6 +363,11 @@ class ApiBackend(Backend):
         self.via_sdk = not self.runtime_module
         self._http: Any = None  # models.http.JsonHttp, made on first use
 
+    @property  # type: ignore[override]
+    def times_out(self) -> bool:
+        """The lean HTTP client's total timeout is ``timeout_s`` (:meth:`http`); the SDKs' are not."""
+        return not self.via_sdk
+
     @property
     def provider_name(self) -> str:
         """The provider serving the endpoint (``provider`` in params, else the backend's)."""
@@ -473,7 +481,7 @@ class ApiBackend(Backend):
 
             base = self.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or self.default_base_url
             concurrency = int(self.settings.get("concurrency", 8) or 1)
-            self._http = JsonHttp(base, self.http_headers(), timeout_s=self.timeout_s + 1.0, concurrency=concurrency)
+            self._http = JsonHttp(base, self.http_headers(), timeout_s=self.timeout_s, concurrency=concurrency)
         return self._http
 
 

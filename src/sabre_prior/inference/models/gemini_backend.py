@@ -29,7 +29,8 @@ import json
 import logging
 import math
 import os
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping  # isinstance against typing.Mapping is ~30x slower
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
 from ..outcomes import call_error_from_exception, classify_error, classify_gemini_response, error_fields, parse_duration

@@ -119,8 +119,8 @@ class JsonHttp:
         try:
             async with self._session.post(self.base_url + path, data=body, headers=headers, allow_redirects=False) as resp:
                 data = await resp.read()
-        except asyncio.TimeoutError as exc:  # aiohttp's ServerTimeoutError is one too
-            raise CallError(f"request timed out ({type(exc).__name__})", retryable=True, kind="timeout") from None
+        except asyncio.TimeoutError:  # the session's total timeout (aiohttp's ServerTimeoutError is one too)
+            raise CallError(f"no answer within {self.timeout_s:g} s", retryable=True, kind="timeout") from None
         except aiohttp.ClientError as exc:  # connect, read, payload, server disconnected
             raise CallError(f"connection failed ({type(exc).__name__}: {exc})", retryable=True, kind="connection") from None
         return HttpAnswer(resp.status, resp.headers, data)
