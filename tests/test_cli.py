@@ -4,6 +4,7 @@ stage's command module, and each rule depends on its command's code."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -74,14 +75,15 @@ def test_the_command_map_names_exactly_the_modules_that_register_commands() -> N
     assert list(cli.COMMANDS)[0] == "check-config"
 
 
-@pytest.mark.slow
 def _unit(module: str) -> str:
     """The unit of code a rule lists: a stage's package folder, or a module at the package's top."""
     return module.split(".")[0] if "." in module else f"{module}.py"
 
 
-def _units_imported(unit: str) -> set[str]:
-    """The units whose code ``unit`` imports (any import in any of its files), followed transitively."""
+@functools.lru_cache(maxsize=None)
+def _units_imported(unit: str) -> frozenset[str]:
+    """The units whose code ``unit`` imports (any import in any of its files), followed transitively
+    (cached: the rules of one command ask again, and parsing every file per rule took ~35 s of CPU)."""
     seen: set[str] = set()
     todo = [unit]
     while todo:
@@ -91,15 +93,23 @@ def _units_imported(unit: str) -> set[str]:
         seen.add(u)
         files = [PKG / u] if u.endswith(".py") else sorted((PKG / u).rglob("*.py"))
         for f in files:
-            for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and node.level and node.module:
-                    parts = f.relative_to(PKG).parts[: len(f.relative_to(PKG).parts) - node.level]
-                    name = (*parts, *node.module.split("."))[0]
-                    if (PKG / name).is_dir():
-                        todo.append(name)
-                    elif (PKG / f"{name}.py").is_file() and name in COMMAND_MODULES:
-                        todo.append(f"{name}.py")
-    return seen
+            todo.extend(_units_a_file_imports(f))
+    return frozenset(seen)
+
+
+@functools.lru_cache(maxsize=None)
+def _units_a_file_imports(f: Path) -> tuple[str, ...]:
+    """The units one file's relative imports name."""
+    found = []
+    for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            parts = f.relative_to(PKG).parts[: len(f.relative_to(PKG).parts) - node.level]
+            name = (*parts, *node.module.split("."))[0]
+            if (PKG / name).is_dir():
+                found.append(name)
+            elif (PKG / f"{name}.py").is_file() and name in COMMAND_MODULES:
+                found.append(f"{name}.py")
+    return tuple(found)
 
 
 @pytest.mark.slow  # needs the session's finished demo run
