@@ -96,7 +96,8 @@ rule outputs:
 
 
 # dvc.lock, made from every output, params.yaml and the code: recorded when one of them is newer
-# (or the lock is missing), after removing what no job makes (sabre_prior.sync.record)
+# (or the lock is missing). A shell job, so that Snakemake does not start a second copy of itself
+# to run it (a `run:` job is spawned as a subprocess that parses this Snakefile again).
 localrules:
     dvc_lock,
 
@@ -110,14 +111,22 @@ rule dvc_lock:
         "dvc.lock",
     log:
         "results/logs/dvc_lock.log",
-    run:
-        from sabre_prior.sync import record
+    conda:
+        "environment.yml"
+    shell:
+        "dvc commit --force pipeline > {log} 2>&1"
+        " && echo \"recorded the pipeline's outputs in dvc.lock (dvc commit)\" >&2"
 
-        record(ALL, log[0])
+
+# remove from the tracked folders what no job of the pipeline makes (a removed model's files, a
+# temporary file a kill left), so that what DVC records (dvc_lock above, or `dvc repro` after this
+# run) is what a fresh run makes: before the first job runs and after the last (not on a dry run)
+onstart:
+    from sabre_prior.sync import prune
+
+    prune(ALL)
 
 
-# after a successful run (not a dry run): remove what no job of the pipeline makes, so that what DVC
-# records (under `dvc repro`, after this run) is what a fresh run makes
 onsuccess:
     from sabre_prior.sync import prune
 

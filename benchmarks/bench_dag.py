@@ -60,7 +60,7 @@ def project_copy(dest: Path) -> Path:
         else ("SAME_AS_PARAMS = True  # " if line.startswith("SAME_AS_PARAMS") else "pass  # ") + line
         for line in (dest / "Snakefile").read_text().splitlines()
     )
-    bare = bare.split("onsuccess:")[0].replace("RAW_PARAMS", "None")
+    bare = re.split(r"^on(?:start|success):", bare, flags=re.M)[0].replace("RAW_PARAMS", "None")
     (dest / ".bench-Snakefile").write_text(bare + "\n", encoding="utf-8")
     return dest
 

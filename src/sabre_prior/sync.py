@@ -4,13 +4,13 @@ Snakemake is the one DAG: ``dvc.yaml`` has one stage, ``pipeline``, whose comman
 target ``outputs`` (every output of the pipeline), and DVC records them in ``dvc.lock`` after it.
 Started directly, ``snakemake all`` makes one more file, ``dvc.lock`` itself: the rule ``dvc_lock``
 (Snakefile) has every output, ``params.yaml`` and the code as inputs, so Snakemake runs it exactly
-when one of them is newer than the lock (or the lock is missing), and its job, :func:`record`,
-records the stage with ``dvc commit`` ("record changes to files or directories tracked by DVC ...
-by storing the current versions in the cache and updating dvc.lock",
-https://dvc.org/doc/command-reference/commit). Before recording, and after every successful run,
-:func:`prune` removes from the tracked folders what no job of the current pipeline makes (a removed
-model's files, a killed job's temporary file), so that every tracked output is what a fresh run on
-the same params makes.
+when one of them is newer than the lock (or the lock is missing), and its job records the stage with
+``dvc commit`` ("record changes to files or directories tracked by DVC ... by storing the current
+versions in the cache and updating dvc.lock", https://dvc.org/doc/command-reference/commit). Before
+the first job of a run and after the last (the Snakefile's ``onstart`` and ``onsuccess`` handlers,
+which a dry run does not call), :func:`prune` removes from the tracked folders what no job of the
+current pipeline makes (a removed model's files, a killed job's temporary file), so that every
+tracked output is what a fresh run on the same params makes.
 
 DVC writes ``dvc.lock`` in place (``dvc/utils/serialize/_yaml.py``: ``open(path, "w")``), so a kill
 while ``dvc repro`` writes it can leave a file DVC cannot read on its next command (a YAML error
@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
@@ -116,25 +116,6 @@ def warn_unrecorded(root: Path = Path(".")) -> None:
             "params.yaml (docs/orchestration.md, \"A pulled clone\")",
             file=sys.stderr,
         )
-
-
-def record(expected: Sequence[str], log: str | Path, root: Path = Path(".")) -> None:
-    """The job of the rule ``dvc_lock``: prune, then ``dvc commit`` the stage (its output, dvc.lock)."""
-    removed = prune(expected, root)
-    proc = subprocess.run([_tool("dvc"), "commit", "--force", STAGE], cwd=root, capture_output=True, text=True)
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    Path(log).write_text(
-        "".join(f"removed {p} (no job of the pipeline makes it)\n" for p in removed) + proc.stdout + proc.stderr,
-        encoding="utf-8",
-    )
-    if proc.returncode != 0:  # a job's error (not SystemExit, which would leave Snakemake's lock behind)
-        raise RuntimeError(f"dvc commit failed (see {log}):\n{proc.stdout}{proc.stderr}")
-    print("recorded the pipeline's outputs in dvc.lock (dvc commit)", file=sys.stderr)
-
-
-def _tool(name: str) -> str:
-    here = Path(sys.executable).parent / name
-    return str(here) if here.exists() else name
 
 
 def _recover(args: object) -> int:
