@@ -70,7 +70,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     starts with whole-pipeline tests and ends with quick ones: the :data:`START_FIRST` tests, then
     the other ``slow`` tests one module at a time (a module's tests stay together: they share its
     module fixtures), are dealt to the slices' heads in turn (0, 1, .., N-1, N-1, .., 0, ...);
-    the quick tests fill the rest of each slice in their usual order (the slice sizes of
+    then the quick tests marked ``torch`` as one group, so that one worker imports torch (~4 CPU-s
+    in each process that does, paid by every worker when they were spread); the other quick tests
+    fill the rest of each slice in their usual order (the slice sizes of
     ``WorkStealingScheduling.check_schedule``), and are what idle workers steal at the end. Every
     worker collects and reorders alike (xdist checks the collections agree)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
@@ -85,6 +87,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             by_module.setdefault(it.nodeid.split("::")[0], []).append(it)
     groups += list(by_module.values())
     chosen |= {id(it) for g in by_module.values() for it in g}
+    torch = [it for it in items if id(it) not in chosen and it.get_closest_marker("torch") is not None]
+    groups += [torch] if torch else []
+    chosen |= {id(it) for it in torch}
     rest = [it for it in items if id(it) not in chosen]
     heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
     for n, group in enumerate(groups):

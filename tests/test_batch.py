@@ -349,6 +349,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, KEY_ENV: KEY}
 
 
+@pytest.mark.slow
 def test_sigkill_while_waiting_then_the_same_command_reattaches(tmp_path: Path, data: Path) -> None:
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.hold = True  # the batch stays in progress until released
@@ -374,6 +375,7 @@ def test_sigkill_while_waiting_then_the_same_command_reattaches(tmp_path: Path, 
     assert preds == {qid: a for qid, (_, a) in expected_answers(data).items()}
 
 
+@pytest.mark.slow
 def test_wait_false_submits_exits_4_and_the_next_run_collects(tmp_path: Path, data: Path) -> None:
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.hold = True
@@ -395,6 +397,7 @@ def test_wait_false_submits_exits_4_and_the_next_run_collects(tmp_path: Path, da
         assert "no pending batches" in listed.stdout
 
 
+@pytest.mark.slow
 def test_sabre_batches_cancel_then_collect(tmp_path: Path, data: Path) -> None:
     with FakeBatchServer(expected_key=KEY) as srv:
         srv.hold = True
@@ -550,6 +553,7 @@ def test_docs_batch_example_is_a_valid_model_entry() -> None:
     assert B.BatchSettings.from_settings(models["gpt-5.4"], "gpt-5.4").enabled
 
 
+@pytest.mark.slow
 def test_docs_batch_commands_run(tmp_path: Path, data: Path) -> None:
     commands = [line for line in _batch_docs().split("```bash\n", 1)[1].split("```", 1)[0].splitlines() if line.strip()]
     assert commands == ["sabre batches --model gpt-5.4", "sabre batches --model gpt-5.4 --cancel"]

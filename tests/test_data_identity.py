@@ -126,6 +126,7 @@ def params_demo_dir(root: Path) -> str:
     return split_identity(root / C.PARQUET_DIR / "context.parquet", "context").source
 
 
+@pytest.mark.slow
 def test_a_split_that_does_not_record_its_source_is_an_error(
     demo_project: tuple[Path, dict], capsys: pytest.CaptureFixture[str]
 ) -> None:

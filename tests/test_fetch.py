@@ -419,6 +419,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 def test_access_errors_from_a_hub_are_actionable(fake_hub: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING_FACE_"))}
     env.update(HF_ENDPOINT=fake_hub, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",

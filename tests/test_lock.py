@@ -79,6 +79,7 @@ def test_test_lock_extends_the_pipeline_lock_with_the_same_versions() -> None:
     assert {k: full.get(k) for k in base} == base
 
 
+@pytest.mark.torch
 def test_the_local_stack_runs_every_processor_family() -> None:
     """torchvision (Qwen2-VL/2.5-VL, LLaVA-OneVision, InternVL video processors) and num2words
     (SmolVLM2) are in the local extra's lock, with PyPI's default torch/torchvision pair (the

@@ -288,6 +288,7 @@ def test_predict_learns_geminis_limit_from_its_429s(tmp_path: Path, api_key: str
     assert limited <= 6, f"{limited} of {len(server.calls)} calls got a 429"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["openai", "gemini"])
 def test_four_split_jobs_share_one_budget(tmp_path: Path, backend: str) -> None:
     """Four `sabre predict` processes of one model at once: one ceiling, one pace, few 429s (Gemini: no
@@ -382,6 +383,7 @@ def test_a_first_answer_429_naming_the_reset_leaves_the_window_open(tmp_path: Pa
         assert len(told) == 12 and rounds <= 5, f"{len(told)} 429s in {rounds} rounds: {told}"
 
 
+@pytest.mark.slow
 def test_main_run_template_run_and_audit_repeat_share_one_budget(tmp_path: Path) -> None:
     """A model's main predictions (`sabre predict`), a template run (`sabre prompt-run`) and an audit repeat
     (`sabre audit-run`) at once: one pacing state (.sabre/pacing/, none beside the template's or the

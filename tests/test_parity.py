@@ -84,6 +84,7 @@ def planned(project: Path) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", text, re.M) if m.group(1) not in ("all", "total")}
 
 
+@pytest.mark.slow
 def test_audit_repeats_add_one_job_per_model_and_repeat(project: Path, tmp_path: Path) -> None:
     """repeats: 1 (the default) plans no audit_run job; repeats: 3 plans one per model and repeat 1..2."""
     models = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))["models"]
@@ -96,6 +97,7 @@ def test_audit_repeats_add_one_job_per_model_and_repeat(project: Path, tmp_path:
     assert jobs["audit_run"] == 2 * len(models) and jobs["audit"] == len(models)
 
 
+@pytest.mark.slow
 def test_a_local_source_has_no_demo_job_and_its_fetch_reads_the_splits_files(
     project: Path, tmp_path: Path, demo_dir: Path
 ) -> None:

@@ -60,6 +60,7 @@ def _empty_dir(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_dry_run_requested_resources(tmp_path: Path) -> None:
     """GPU models ask for their GPUs, CPUs, memory and time in rule predict_local;
     API, baseline, scoring and report jobs ask for no GPU."""
@@ -110,6 +111,7 @@ FAKE_TOOLS = {
 }
 
 
+@pytest.mark.slow
 def test_sbatch_requests_with_fake_slurm(tmp_path: Path) -> None:
     """The sbatch lines the SLURM executor writes from the models' settings (fake
     sbatch/squeue/sinfo on PATH; no cluster needed)."""

@@ -116,6 +116,7 @@ def test_trace_and_data_must_agree() -> None:
         aligned_results(questions, [{**row, "id": "a"}, {**row, "id": "c"}], "t")
 
 
+@pytest.mark.slow
 def test_report_content_size_and_determinism(report: Path, tmp_path: Path) -> None:
     data = _data(report)
     assert [m["key"] for m in data["models"]] == [*MODELS, "chatty"]
@@ -152,6 +153,7 @@ def _artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
+@pytest.mark.slow
 def test_report_in_headless_chromium(report: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium; scripts/install.sh --test does it)")

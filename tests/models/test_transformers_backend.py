@@ -18,6 +18,8 @@ from PIL import Image  # noqa: E402
 from sabre_prior.errors import BackendError  # noqa: E402
 from sabre_prior.inference.models.base import Query, create_backend  # noqa: E402
 
+pytestmark = pytest.mark.torch  # imported in the test process: these tests share one xdist worker
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 

@@ -26,6 +26,8 @@ from sabre_prior.inference.models.vllm_backend import (
     sampling_kwargs,
 )
 
+pytestmark = pytest.mark.torch  # imported in the test process: these tests share one xdist worker
+
 
 def _jpeg(color: str = "red") -> bytes:
     buf = io.BytesIO()
