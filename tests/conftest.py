@@ -172,6 +172,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_HF_TMP, ignore_errors=True)
+    # The interpreter's last garbage collections at exit scan every object left (a worker that
+    # imported torch and transformers took 1.8-3.0 s to exit, and the controller waits for the last
+    # worker); frozen objects are not scanned (https://docs.python.org/3/library/gc.html#gc.freeze).
+    # Finalizers registered with atexit or weakref.finalize (temporary folders) still run.
+    import gc
+
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,9 @@ from synthetic_project import make_project, oracle  # noqa: E402
 
 from tests.servers.hf_served import HFServedServer  # noqa: E402
 
-pytest.importorskip("transformers", reason="the local-model stack (pip install -e '.[local]') is not installed")
+# find_spec, not importorskip: collecting this module (in every xdist worker) does not import transformers
+if importlib.util.find_spec("transformers") is None:
+    pytest.skip("the local-model stack (pip install -e '.[local]') is not installed", allow_module_level=True)
 pytestmark = pytest.mark.slow
 SPLITS = ("context", "texture", "attribute", "language")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
