@@ -120,14 +120,18 @@ rule dvc_lock:
 
 # remove from the tracked folders what no job of the pipeline makes (a removed model's files, a
 # temporary file a kill left), so that what DVC records (dvc_lock above, or `dvc repro` after this
-# run) is what a fresh run makes: before the first job runs and after the last (not on a dry run)
+# run) is what a fresh run makes: before the first job runs and after the last (not on a dry run).
+# Not in a run with other settings (--config/--configfile): it would remove the results of models
+# params.yaml has and the other settings lack; the next run on params.yaml prunes.
 onstart:
     from sabre_prior.sync import prune
 
-    prune(ALL)
+    if SAME_AS_PARAMS:
+        prune(ALL)
 
 
 onsuccess:
     from sabre_prior.sync import prune
 
-    prune(ALL)
+    if SAME_AS_PARAMS:
+        prune(ALL)

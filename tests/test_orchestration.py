@@ -129,3 +129,17 @@ def test_a_failed_run_deletes_nothing(work: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in (work / "results").rglob("*") if p.is_file()} == before
     (work / "params.yaml").write_text(text)
     assert dvc(work, "status").stdout == status and planned_jobs(out(smk(work, "-n", "all"))) == {}
+
+
+def test_a_run_with_other_settings_removes_no_result_of_params_yaml(work: Path) -> None:
+    """`snakemake all --config 'splits=["context"]'`: the run on other settings says that it records
+    nothing in dvc.lock and leaves every other split's results as they were (only a run on
+    params.yaml's settings removes what its pipeline does not make; before, the other splits'
+    predictions, usage and traces of every model were removed when such a run ended)."""
+    before = digests(work)
+    others = {p: d for p, d in before.items() if re.search(r"/(texture|attribute|language)\.(jsonl|json)$", p)}
+    assert len(others) >= 3 * 3 * 4, sorted(others)  # predictions, usage and traces of 3 splits, 4+ models
+    proc = smk(work, "--cores", "2", "all", "--config", 'splits=["context"]')
+    assert "these results are not recorded in dvc.lock" in out(proc), out(proc)[-2000:]
+    after = digests(work)
+    assert {p: after.get(p) for p in others} == others
